@@ -1,0 +1,67 @@
+"""The exceptions grounded_decision raises; each names the thing, the problem and the fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChartError",
+    "EvidenceError",
+    "GameTooLarge",
+    "GroundedDecisionError",
+    "ParityUnsolved",
+    "PolicyCompileError",
+    "PolicySyntaxError",
+    "RecordError",
+]
+
+
+class GroundedDecisionError(Exception):
+    """Base class of every error grounded_decision raises on purpose."""
+
+
+class ChartError(GroundedDecisionError, ValueError):
+    """A statechart is malformed, or a step names a state it does not have."""
+
+    def __init__(self, message: str, *, chart: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.chart = chart
+        self.name = name
+
+
+class PolicySyntaxError(GroundedDecisionError, ValueError):
+    """A text policy does not parse; carries the 1-based line and column and what was expected."""
+
+    def __init__(self, message: str, *, line: int, column: int, expected: str, got: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.got = got
+
+
+class PolicyCompileError(GroundedDecisionError, ValueError):
+    """A text policy parses but cannot become a deterministic statechart."""
+
+
+class GameTooLarge(GroundedDecisionError, ValueError):
+    """A game has more vertices than a solver's limit allows."""
+
+    def __init__(self, message: str, *, vertices: int, limit: int) -> None:
+        super().__init__(message)
+        self.vertices = vertices
+        self.limit = limit
+
+
+class ParityUnsolved(GroundedDecisionError, RuntimeError):
+    """The parity solver gave up: too many vertices, or recursion deeper than its limit."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class EvidenceError(GroundedDecisionError, ValueError):
+    """Evidence passed to a decision is malformed."""
+
+
+class RecordError(GroundedDecisionError, ValueError):
+    """A decision record read from JSON is missing a field or has a wrong type."""

@@ -1,0 +1,271 @@
+"""Statecharts: named states with priorities, payoffs and owners, and event-labelled transitions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NoReturn
+
+import attrs
+
+from grounded_decision.errors import ChartError
+
+__all__ = ["State", "Statechart", "Transition"]
+
+
+@attrs.frozen
+class State:
+    """One state of a chart.
+
+    Parameters:
+        name: unique within the chart.
+        initial: whether runs start here (exactly one state must say so).
+        action: the action proposed on arriving here, or ``None``.
+        priority: parity priority; even may recur forever, odd must not.
+        payoff: reward collected on arriving here (negative for a cost).
+        environment: ``True`` when someone other than the service picks the next event here.
+    """
+
+    name: str
+    initial: bool = False
+    action: str | None = None
+    priority: int = 0
+    payoff: float = 0.0
+    environment: bool = False
+
+
+@attrs.frozen
+class Transition:
+    """An arrow ``source --event--> target`` with its own payoff (added to the target's)."""
+
+    source: str
+    event: str
+    target: str
+    payoff: float = 0.0
+
+
+def _index_states(states: tuple[State, ...]) -> Mapping[str, State]:
+    index: dict[str, State] = {}
+    for state in states:
+        index.setdefault(state.name, state)
+    return MappingProxyType(index)
+
+
+def _index_moves(transitions: tuple[Transition, ...]) -> Mapping[tuple[str, str], Transition]:
+    index: dict[tuple[str, str], Transition] = {}
+    for move in transitions:
+        index.setdefault((move.source, move.event), move)
+    return MappingProxyType(index)
+
+
+@attrs.frozen
+class Statechart:
+    """A workflow policy as a state machine, built by chaining ``state`` and ``on``.
+
+    Every builder call returns a new chart; ``validate()`` checks the whole and returns it.
+
+    Example: ``Statechart("k").state("a", initial=True).state("b").on("a", "go", "b")``.
+    """
+
+    name: str
+    state_list: tuple[State, ...] = ()
+    transitions: tuple[Transition, ...] = ()
+    _by_name: Mapping[str, State] = attrs.field(init=False, eq=False, repr=False)
+    _moves: Mapping[tuple[str, str], Transition] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        # Lookups used on every step are built once per chart value.
+        object.__setattr__(self, "_by_name", _index_states(self.state_list))
+        object.__setattr__(self, "_moves", _index_moves(self.transitions))
+
+    def state(
+        self,
+        name: str,
+        *,
+        initial: bool = False,
+        action: str | None = None,
+        priority: int = 0,
+        payoff: float = 0.0,
+        environment: bool = False,
+    ) -> Statechart:
+        """Return a copy of the chart with one more state (see ``State`` for the fields)."""
+        new = State(name, initial, action, priority, payoff, environment)
+        return attrs.evolve(self, state_list=(*self.state_list, new))
+
+    def on(self, source: str, event: str, target: str, *, payoff: float = 0.0) -> Statechart:
+        """Return a copy of the chart with the transition ``source --event--> target``."""
+        move = Transition(source, event, target, payoff)
+        return attrs.evolve(self, transitions=(*self.transitions, move))
+
+    def validate(self) -> Statechart:
+        """Check the chart as a whole and return it unchanged.
+
+        Raises:
+            ChartError: no or several initial states, a duplicate state, a transition from
+                or to an unknown state, two transitions on one event from one state, a
+                priority that is not an integer, or a payoff that is not a finite number.
+        """
+        seen: set[str] = set()
+        for st in self.state_list:
+            if st.name in seen:
+                self._fail(f"state {st.name!r} is declared twice; give each state one name", st)
+            seen.add(st.name)
+            if isinstance(st.priority, bool) or not isinstance(st.priority, int):
+                self._fail(
+                    f"state {st.name!r} has priority {st.priority!r} "
+                    f"({type(st.priority).__name__}); use a whole number such as 0, 1 or 2",
+                    st,
+                )
+            _check_payoff(self.name, f"state {st.name!r}", st.payoff)
+        initials = [st.name for st in self.state_list if st.initial]
+        if not initials:
+            msg = f"chart {self.name!r} has no initial state; mark one with initial=True"
+            raise ChartError(
+                msg,
+                chart=self.name,
+            )
+        if len(initials) > 1:
+            msg = (
+                f"chart {self.name!r} has {len(initials)} initial states ({', '.join(initials)});"
+                " mark exactly one with initial=True"
+            )
+            raise ChartError(
+                msg,
+                chart=self.name,
+            )
+        handled: set[tuple[str, str]] = set()
+        for move in self.transitions:
+            label = f"transition {move.source} --{move.event}--> {move.target}"
+            for end in (move.source, move.target):
+                if end not in seen:
+                    msg = (
+                        f"chart {self.name!r}: {label} names unknown state {end!r};"
+                        f" declare it with .state({end!r}) first"
+                    )
+                    raise ChartError(
+                        msg,
+                        chart=self.name,
+                        name=end,
+                    )
+            if (move.source, move.event) in handled:
+                msg = (
+                    f"chart {self.name!r}: state {move.source!r} has two transitions on event"
+                    f" {move.event!r}; keep one, or rename the event of the other"
+                )
+                raise ChartError(
+                    msg,
+                    chart=self.name,
+                    name=move.source,
+                )
+            handled.add((move.source, move.event))
+            _check_payoff(self.name, label, move.payoff)
+        return self
+
+    def _fail(self, message: str, st: State) -> NoReturn:
+        msg = f"chart {self.name!r}: {message}"
+        raise ChartError(msg, chart=self.name, name=st.name)
+
+    def states(self) -> tuple[str, ...]:
+        """Return the state names in declaration order."""
+        return tuple(st.name for st in self.state_list)
+
+    @property
+    def initial(self) -> str:
+        """The name of the initial state.
+
+        Raises:
+            ChartError: when no state is marked ``initial=True``.
+        """
+        for st in self.state_list:
+            if st.initial:
+                return st.name
+        msg = f"chart {self.name!r} has no initial state; mark one with initial=True"
+        raise ChartError(
+            msg,
+            chart=self.name,
+        )
+
+    def get(self, name: str) -> State:
+        """Return the state called ``name``.
+
+        Raises:
+            ChartError: when the chart has no such state.
+        """
+        found = self._by_name.get(name)
+        if found is None:
+            known = ", ".join(self.states()) or "none"
+            msg = f"chart {self.name!r} has no state {name!r}; known states: {known}"
+            raise ChartError(
+                msg,
+                chart=self.name,
+                name=name,
+            )
+        return found
+
+    def priority_of(self, name: str) -> int:
+        """Return the parity priority of a state."""
+        return self.get(name).priority
+
+    def payoff_of(self, name: str) -> float:
+        """Return the payoff collected on arriving at a state."""
+        return self.get(name).payoff
+
+    def action_of(self, name: str) -> str | None:
+        """Return the action a state proposes, or ``None``."""
+        return self.get(name).action
+
+    def outgoing(self, name: str) -> tuple[Transition, ...]:
+        """Return the transitions leaving a state, in declaration order."""
+        return tuple(move for move in self.transitions if move.source == name)
+
+    def transition(self, state: str, event: str) -> Transition | None:
+        """Return the transition taken from ``state`` on ``event``, or ``None`` if unhandled."""
+        self.get(state)
+        return self._moves.get((state, event))
+
+    def step(self, state: str, event: str) -> str:
+        """Return the state reached from ``state`` on ``event``.
+
+        An event the state does not handle leaves it where it is.
+
+        Raises:
+            ChartError: when ``state`` is not a state of the chart.
+        """
+        move = self.transition(state, event)
+        return state if move is None else move.target
+
+    def to_mermaid(self) -> str:
+        """Return a Mermaid flowchart: states with priority and payoff, arrows with event / reward.
+
+        An arrow's reward is the transition's payoff plus the payoff of the state it enters,
+        which is the weight the progress check uses.
+        """
+        ids = {name: f"s{i}" for i, name in enumerate(self.states())}
+        lines = ["graph LR"]
+        for st in self.state_list:
+            extra = f", action {st.action}" if st.action else ""
+            owner = ", environment" if st.environment else ""
+            lines.append(
+                f'    {ids[st.name]}["{st.name}<br/>priority {st.priority}, '
+                f'payoff {st.payoff:g}{extra}{owner}"]'
+            )
+        for move in self.transitions:
+            reward = float(move.payoff + self.payoff_of(move.target))
+            lines.append(
+                f'    {ids[move.source]} -- "{move.event} / {reward!r}" --> {ids[move.target]}'
+            )
+        return "\n".join(lines)
+
+
+def _check_payoff(chart: str, what: str, payoff: object) -> None:
+    if (
+        isinstance(payoff, bool)
+        or not isinstance(payoff, int | float)
+        or not math.isfinite(float(payoff))
+    ):
+        msg = f"chart {chart!r}: {what} has payoff {payoff!r}; use a finite number such as 0.0"
+        raise ChartError(
+            msg,
+            chart=chart,
+        )

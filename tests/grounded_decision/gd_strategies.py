@@ -1,0 +1,120 @@
+"""Hypothesis strategies and brute-force reference solvers for grounded_decision tests."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from hypothesis import strategies as st
+
+from grounded_decision.statechart import GameGraph
+
+MAX_STRATEGY_PAIRS = 2048
+
+
+@st.composite
+def games(
+    draw: st.DrawFn,
+    *,
+    max_vertices: int = 10,
+    max_priority: int = 4,
+    two_player: bool = True,
+) -> GameGraph:
+    """Draw a total game graph; out-degrees are trimmed so brute force stays small."""
+    n = draw(st.integers(1, max_vertices))
+    product = 1
+    edges: list[tuple[tuple[int, str, float], ...]] = []
+    for v in range(n):
+        degree = draw(st.integers(1, 3))
+        if product * degree > MAX_STRATEGY_PAIRS:
+            degree = 1
+        product *= degree
+        targets = draw(st.lists(st.integers(0, n - 1), min_size=degree, max_size=degree))
+        weights = draw(st.lists(st.integers(-5, 5), min_size=degree, max_size=degree))
+        edges.append(
+            tuple(
+                (w, f"e{v}_{i}", float(x))
+                for i, (w, x) in enumerate(zip(targets, weights, strict=True))
+            )
+        )
+    priority = tuple(draw(st.lists(st.integers(0, max_priority), min_size=n, max_size=n)))
+    if two_player:
+        owner = tuple(draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+    else:
+        owner = (0,) * n
+    start = draw(st.integers(0, n - 1))
+    return GameGraph(
+        names=tuple(f"v{i}" for i in range(n)),
+        start=start,
+        edges=tuple(edges),
+        priority=priority,
+        owner=owner,
+    )
+
+
+def brute_even_wins(game: GameGraph) -> tuple[bool, ...]:
+    """Enumerate positional strategies of both players and follow every resulting play.
+
+    Even wins from v iff some Even strategy makes, against every Odd strategy, the largest
+    priority on the cycle the play from v ends in even (parity games are positionally
+    determined, so positional strategies suffice for both players).
+    """
+    n = len(game)
+    choices = [sorted(set(game.successors[v])) for v in range(n)]
+    even_vertices = [v for v in range(n) if game.owner[v] == 0]
+    odd_vertices = [v for v in range(n) if game.owner[v] == 1]
+    wins = [False] * n
+    for even_pick in itertools.product(*(choices[v] for v in even_vertices)):
+        holds = [True] * n
+        for odd_pick in itertools.product(*(choices[v] for v in odd_vertices)):
+            move = [0] * n
+            for v, w in zip(even_vertices, even_pick, strict=True):
+                move[v] = w
+            for v, w in zip(odd_vertices, odd_pick, strict=True):
+                move[v] = w
+            for v in range(n):
+                if holds[v] and _cycle_top(move, game.priority, v) % 2 == 1:
+                    holds[v] = False
+        for v in range(n):
+            wins[v] = wins[v] or holds[v]
+    return tuple(wins)
+
+
+def _cycle_top(move: list[int], priority: tuple[int, ...], v: int) -> int:
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    while v not in seen:
+        seen[v] = len(path)
+        path.append(v)
+        v = move[v]
+    return max(priority[u] for u in path[seen[v] :])
+
+
+def brute_cycle_means(game: GameGraph) -> list[Fraction]:
+    """Return the exact mean weight of every simple cycle reachable from the start.
+
+    Cycles are enumerated edge by edge from their smallest vertex, so parallel edges with
+    different weights give different cycles.
+    """
+    reachable = {game.start}
+    stack = [game.start]
+    while stack:
+        v = stack.pop()
+        for w in game.successors[v]:
+            if w not in reachable:
+                reachable.add(w)
+                stack.append(w)
+    means: list[Fraction] = []
+
+    def extend(root: int, v: int, on_path: set[int], total: Fraction, length: int) -> None:
+        for w, _, weight in game.edges[v]:
+            if w == root:
+                means.append((total + Fraction(weight)) / (length + 1))
+            elif w > root and w in reachable and w not in on_path:
+                on_path.add(w)
+                extend(root, w, on_path, total + Fraction(weight), length + 1)
+                on_path.remove(w)
+
+    for root in sorted(reachable):
+        extend(root, root, {root}, Fraction(0), 0)
+    return means

@@ -1,0 +1,164 @@
+"""Statechart building, validation, stepping, Mermaid export and game compilation."""
+
+from __future__ import annotations
+
+import pytest
+
+from grounded_decision.errors import ChartError, GroundedDecisionError
+from grounded_decision.statechart import (
+    FINAL_EVENT,
+    GameGraph,
+    GameGraphError,
+    GameTooLarge,
+    Limits,
+    Statechart,
+    compile_game,
+)
+
+
+def _two_state() -> Statechart:
+    return (
+        Statechart("k")
+        .state("a", initial=True)
+        .state("b")
+        .on("a", "go", "b", payoff=2.0)
+        .on("b", "back", "a", payoff=4.0)
+    )
+
+
+def test_builder_returns_new_charts_and_keeps_the_old_one() -> None:
+    """Each builder call returns a new chart and leaves the previous value unchanged."""
+    base = Statechart("c").state("a", initial=True)
+    grown = base.state("b")
+    assert base.states() == ("a",)
+    assert grown.states() == ("a", "b")
+
+
+def test_accessors_report_declared_fields() -> None:
+    """initial, priority_of, payoff_of and action_of read what state() declared."""
+    chart = (
+        Statechart("c").state("a", initial=True).state("p", action="page", priority=3, payoff=-0.5)
+    )
+    assert chart.initial == "a"
+    assert chart.priority_of("p") == 3
+    assert chart.payoff_of("p") == -0.5
+    assert chart.action_of("p") == "page"
+    assert chart.action_of("a") is None
+
+
+def test_step_follows_transitions_and_ignores_unhandled_events() -> None:
+    """step moves along a handled event and leaves the state unchanged otherwise."""
+    chart = _two_state().validate()
+    assert chart.step("a", "go") == "b"
+    assert chart.step("b", "back") == "a"
+    assert chart.step("a", "back") == "a"
+    assert chart.transition("a", "back") is None
+
+
+def test_step_from_unknown_state_names_known_states() -> None:
+    """Stepping from a state the chart lacks raises ChartError listing the known states."""
+    with pytest.raises(ChartError, match=r"no state 'zz'; known states: a, b"):
+        _two_state().step("zz", "go")
+
+
+@pytest.mark.parametrize(
+    ("chart", "message"),
+    [
+        (Statechart("c").state("a"), r"chart 'c' has no initial state; mark one with initial=True"),
+        (
+            Statechart("c").state("a", initial=True).state("b", initial=True),
+            r"2 initial states \(a, b\)",
+        ),
+        (
+            Statechart("c").state("a", initial=True).on("a", "go", "zz"),
+            r"transition a --go--> zz names unknown state 'zz'; declare it with \.state\('zz'\)",
+        ),
+        (
+            Statechart("c").state("a", initial=True).state("b").on("a", "e", "b").on("a", "e", "a"),
+            r"state 'a' has two transitions on event 'e'",
+        ),
+        (
+            Statechart("c").state("a", initial=True, priority=1.5),  # type: ignore[arg-type]  # the wrong type is the point
+            r"state 'a' has priority 1\.5 \(float\); use a whole number",
+        ),
+        (
+            Statechart("c").state("a", initial=True, payoff=float("nan")),
+            r"state 'a' has payoff nan; use a finite number",
+        ),
+        (
+            Statechart("c").state("a", initial=True).on("a", "e", "a", payoff=float("inf")),
+            r"transition a --e--> a has payoff inf",
+        ),
+        (
+            Statechart("c").state("a", initial=True).state("a"),
+            r"state 'a' is declared twice",
+        ),
+    ],
+)
+def test_validate_rejects_malformed_charts(chart: Statechart, message: str) -> None:
+    """validate names the state or transition at fault and the fix."""
+    with pytest.raises(ChartError, match=message) as caught:
+        chart.validate()
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, GroundedDecisionError)
+
+
+def test_to_mermaid_labels_states_and_rewards() -> None:
+    """The Mermaid export shows priority and payoff per state and event / reward per arrow."""
+    chart = (
+        Statechart("i")
+        .state("watch", initial=True)
+        .state("mitigating", payoff=1.0)
+        .on("watch", "alert", "mitigating")
+    )
+    assert chart.to_mermaid() == (
+        "graph LR\n"
+        '    s0["watch<br/>priority 0, payoff 0"]\n'
+        '    s1["mitigating<br/>priority 0, payoff 1"]\n'
+        '    s0 -- "alert / 1.0" --> s1'
+    )
+
+
+def test_compile_game_weights_edges_with_target_payoff() -> None:
+    """An edge weighs the transition payoff plus the payoff of the state it enters."""
+    chart = (
+        Statechart("w")
+        .state("a", initial=True, payoff=5.0)
+        .state("b", payoff=-1.0, environment=True, priority=3)
+        .on("a", "go", "b", payoff=2.0)
+        .on("b", "back", "a")
+    )
+    game = compile_game(chart)
+    assert game.names == ("a", "b")
+    assert game.start == 0
+    assert game.edges == (((1, "go", 1.0),), ((0, "back", 5.0),))
+    assert game.priority == (0, 3)
+    assert game.owner == (0, 1)
+
+
+def test_compile_game_adds_self_loops_only_to_final_states() -> None:
+    """Only states without outgoing transitions get the _final loop, at their own payoff."""
+    chart = Statechart("f").state("a", initial=True).state("b", payoff=-1.0).on("a", "e", "b")
+    game = compile_game(chart)
+    assert game.edges == (((1, "e", -1.0),), ((1, FINAL_EVENT, -1.0),))
+
+
+def test_compile_game_refuses_charts_above_the_limit() -> None:
+    """A chart with more states than max_game_vertices raises GameTooLarge with the count."""
+    with pytest.raises(GameTooLarge, match=r"^2 vertices exceed limit 1$") as caught:
+        compile_game(_two_state(), Limits(max_game_vertices=1))
+    assert (caught.value.vertices, caught.value.limit) == (2, 1)
+
+
+def test_game_graph_rejects_a_vertex_without_successor() -> None:
+    """A hand-built game must give every vertex an outgoing edge."""
+    with pytest.raises(GameGraphError, match=r"vertex 1 \('b'\) has no outgoing edge"):
+        GameGraph(
+            names=("a", "b"), start=0, edges=(((1, "e", 0.0),), ()), priority=(0, 0), owner=(0, 0)
+        )
+
+
+def test_game_graph_rejects_mismatched_lengths() -> None:
+    """Names, edges, priorities and owners must have one entry per vertex."""
+    with pytest.raises(GameGraphError, match="give one of each per vertex"):
+        GameGraph(names=("a",), start=0, edges=(((0, "e", 0.0),),), priority=(0, 1), owner=(0,))
