@@ -1,0 +1,31 @@
+"""solvi: asyncio-first decision flows over facts that are slow or costly to fetch."""
+
+from __future__ import annotations
+
+from solvi.catalog import Catalog, Part
+from solvi.errors import CatalogError, PlanError, RecordError, SolviError
+from solvi.flow import Flow
+from solvi.question import UNSET, Question
+from solvi.response import Answer, Response, Safeguard, Step, Trace
+from solvi.strategy import DeterministicStrategist, Strategist
+from solvi.system import System
+
+__all__ = [
+    "UNSET",
+    "Answer",
+    "Catalog",
+    "CatalogError",
+    "DeterministicStrategist",
+    "Flow",
+    "Part",
+    "PlanError",
+    "Question",
+    "RecordError",
+    "Response",
+    "Safeguard",
+    "SolviError",
+    "Step",
+    "Strategist",
+    "System",
+    "Trace",
+]

@@ -1,0 +1,396 @@
+"""The catalog: decorated parts that compute facts, gate questions and answer them."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, TypeVar, overload
+
+import attrs
+
+from solvi.errors import CatalogError
+
+__all__ = ["Catalog", "Part", "PartKind"]
+
+PartKind = Literal["fn", "check", "rule", "extract"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _where(func: Callable[..., Any]) -> str:
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return getattr(func, "__module__", "?") or "?"
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+@attrs.frozen
+class Part:
+    """One declared part: a function, what it reads, what it provides and how it runs.
+
+    Everything the executor needs is computed here once, when the part is
+    declared: its inputs (the parameter names), whether it is async, its fact.
+    """
+
+    name: str
+    kind: PartKind
+    func: Callable[..., Any] = attrs.field(eq=False, repr=False)
+    provides: str
+    inputs: tuple[str, ...]
+    index: int
+    cost: float | None = None
+    timeout: float | None = None
+    blocking: bool = False
+    hard: bool = False
+    idempotent: bool = False
+    is_async: bool = False
+    where: str = attrs.field(default="?", eq=False, repr=False)
+
+    @property
+    def is_hard_check(self) -> bool:
+        """Whether a False value from this part settles the questions it governs."""
+        return self.kind == "check" and self.hard
+
+
+class Catalog:
+    """A named, ordered collection of parts, filled by its decorators.
+
+    Declaration order matters: producers of one fact are tried in it, and when
+    several hard checks fail, the first declared decides.
+    """
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            msg = f"a catalog needs a non-empty name, got {name!r}"
+            raise CatalogError(msg)
+        self.name = name
+        self._parts: list[Part] = []
+        self._by_name: dict[str, Part] = {}
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.name!r}, {len(self._parts)} parts)"
+
+    def __iter__(self) -> Iterator[Part]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The parts in declaration order."""
+        return tuple(self._parts)
+
+    def part(self, name: str) -> Part:
+        """Return the part called `name`.
+
+        Raises:
+            KeyError: no part has that name.
+        """
+        return self._by_name[name]
+
+    @property
+    def version(self) -> str:
+        """A short digest of the parts' names, kinds, inputs and outputs.
+
+        Two catalogs with the same shape have the same version; a stored record
+        from another version is not comparable with a run of this one.
+        """
+        digest = hashlib.sha256()
+        for p in self._parts:
+            line = f"{p.name}|{p.kind}|{p.provides}|{','.join(p.inputs)}|{p.hard}\n"
+            digest.update(line.encode())
+        return digest.hexdigest()[:16]
+
+    # -- decorators -------------------------------------------------------
+
+    @overload
+    def fn(self, func: F, /) -> F: ...
+    @overload
+    def fn(
+        self,
+        /,
+        *,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+        idempotent: bool = False,
+    ) -> Callable[[F], F]: ...
+    def fn(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+        idempotent: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Declare a part that computes a fact (its name, or `provides`).
+
+        Args:
+            provides: the fact it computes; several parts may provide one fact
+                and are then alternatives, tried in declaration order.
+            cost: expected run time in ms, a prior for cost-based planning.
+            timeout: seconds after which the call is abandoned.
+            blocking: a sync part that must run in a worker thread under `aask`.
+            idempotent: safe to run again after a crash interrupted it.
+
+        Raises:
+            CatalogError: the function cannot be a part (see the message).
+        """
+        return self._declare(
+            "fn",
+            func,
+            provides=provides,
+            cost=cost,
+            timeout=timeout,
+            blocking=blocking,
+            idempotent=idempotent,
+        )
+
+    @overload
+    def check(self, func: F, /) -> F: ...
+    @overload
+    def check(
+        self,
+        /,
+        *,
+        hard: bool = False,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+        idempotent: bool = False,
+    ) -> Callable[[F], F]: ...
+    def check(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        hard: bool = False,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+        idempotent: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Declare a yes/no gate; its value is stored as a bool.
+
+        A *hard* check that is False settles every question whose flow holds
+        it: forced to the question's `forced` value, or abstained.
+
+        Raises:
+            CatalogError: the function cannot be a part (see the message).
+        """
+        return self._declare(
+            "check",
+            func,
+            provides=provides,
+            cost=cost,
+            timeout=timeout,
+            blocking=blocking,
+            hard=hard,
+            idempotent=idempotent,
+        )
+
+    @overload
+    def rule(self, func: F, /) -> F: ...
+    @overload
+    def rule(
+        self,
+        /,
+        *,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+    ) -> Callable[[F], F]: ...
+    def rule(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Declare a rule: the part that answers the question of the same name.
+
+        Raises:
+            CatalogError: the rule reads nothing, or the function cannot be a part.
+        """
+        return self._declare(
+            "rule", func, provides=provides, cost=cost, timeout=timeout, blocking=blocking
+        )
+
+    @overload
+    def extract(self, func: F, /) -> F: ...
+    @overload
+    def extract(
+        self, /, *, cost: float | None = None, timeout: float | None = None, blocking: bool = False
+    ) -> Callable[[F], F]: ...
+    def extract(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Declare a part that turns text into facts (a dict), used by `ask_text`.
+
+        Raises:
+            CatalogError: the function cannot be a part (see the message).
+        """
+        return self._declare("extract", func, cost=cost, timeout=timeout, blocking=blocking)
+
+    # -- validation -------------------------------------------------------
+
+    def _declare(self, kind: PartKind, func: F | None, **options: Any) -> F | Callable[[F], F]:
+        if func is None:
+
+            def decorate(f: F) -> F:
+                return self._add(kind, f, **options)
+
+            return decorate
+        return self._add(kind, func, **options)
+
+    def _add(
+        self,
+        kind: PartKind,
+        func: F,
+        *,
+        provides: str | None = None,
+        cost: float | None = None,
+        timeout: float | None = None,
+        blocking: bool = False,
+        hard: bool = False,
+        idempotent: bool = False,
+    ) -> F:
+        decorator = f"@{kind} (catalog {self.name!r})"
+        if isinstance(func, type) or not callable(func):
+            msg = (
+                f"{decorator} needs a function, got {func!r} of type {type(func).__name__}; "
+                f"decorate a def (or async def) whose parameters name the facts it reads"
+            )
+            raise CatalogError(
+                msg,
+            )
+        name = getattr(func, "__name__", None)
+        if not isinstance(name, str) or not name.isidentifier():
+            msg = f"{decorator} needs a named function, got {func!r}"
+            raise CatalogError(msg)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError) as exc:
+            msg = f"{decorator} cannot read the parameters of {name!r}: {exc}"
+            raise CatalogError(msg, part=name) from exc
+        inputs: list[str] = []
+        for param in signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                msg = (
+                    f"part {name!r} takes *{param.name}; a part's parameters must each name "
+                    f"one fact or request key, so list them explicitly"
+                )
+                raise CatalogError(
+                    msg,
+                    part=name,
+                )
+            if param.kind is param.KEYWORD_ONLY:
+                msg = (
+                    f"part {name!r} has keyword-only parameter {param.name!r}; parts are called "
+                    f"positionally, so drop the '*' before it"
+                )
+                raise CatalogError(
+                    msg,
+                    part=name,
+                )
+            inputs.append(param.name)
+        if kind == "rule" and not inputs:
+            msg = (
+                f"rule {name!r} reads nothing; a rule answers from facts, so give it at least "
+                f"one parameter naming a fact"
+            )
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        if name in self._by_name:
+            first = self._by_name[name]
+            msg = (
+                f"part {name!r} is declared twice in catalog {self.name!r}: first at "
+                f"{first.where}, again at {_where(func)}; rename one of them (use provides= "
+                f"to make both produce the same fact)"
+            )
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        fact = provides if provides is not None else name
+        if not isinstance(fact, str) or not fact.isidentifier():
+            msg = f"part {name!r}: provides= must be a fact name (an identifier), got {fact!r}"
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        if fact in inputs:
+            msg = (
+                f"part {name!r} reads the fact it provides ({fact!r}); a part cannot depend "
+                f"on its own output"
+            )
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        if cost is not None and (
+            isinstance(cost, bool)
+            or not isinstance(cost, int | float)
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
+            msg = f"part {name!r}: cost= must be a finite number of ms >= 0, got {cost!r}"
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            msg = f"part {name!r}: timeout= must be a positive number of seconds, got {timeout!r}"
+            raise CatalogError(
+                msg,
+                part=name,
+            )
+        is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+            getattr(func, "__call__", None)  # noqa: B004 - an object with an async __call__
+        )
+        part = Part(
+            name=name,
+            kind=kind,
+            func=func,
+            provides=fact,
+            inputs=tuple(inputs),
+            index=len(self._parts),
+            cost=None if cost is None else float(cost),
+            timeout=None if timeout is None else float(timeout),
+            blocking=bool(blocking),
+            hard=bool(hard),
+            idempotent=bool(idempotent),
+            is_async=is_async,
+            where=_where(func),
+        )
+        self._parts.append(part)
+        self._by_name[name] = part
+        return func

@@ -1,0 +1,44 @@
+"""The exceptions solvi raises; each names the place and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["CatalogError", "PlanError", "RecordError", "SolviError"]
+
+
+class SolviError(Exception):
+    """Base class of every error solvi raises on purpose."""
+
+
+class CatalogError(SolviError, ValueError):
+    """A part was declared wrongly; raised by the decorator that declared it."""
+
+    def __init__(self, message: str, *, part: str | None = None) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+class PlanError(SolviError, LookupError):
+    """A question names something the catalog does not have; raised when a System is built."""
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class RecordError(SolviError, TypeError):
+    """A value cannot be written into a decision record."""
+
+    def __init__(self, message: str, *, fact: str | None = None) -> None:
+        super().__init__(message)
+        self.fact = fact
+
+
+def _closest(name: str, known: Iterable[str]) -> str:
+    """Say which known names look like `name`, for an error message."""
+    matches = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if not matches:
+        return ""
+    return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"

@@ -1,0 +1,152 @@
+"""The synchronous drivers of the scheduler: a plain loop, or a pool of worker threads."""
+
+from __future__ import annotations
+
+import queue
+from concurrent.futures import Executor
+from time import perf_counter
+
+from solvi.calls import PartTimeout, call_sync
+from solvi.program import ARITY_NONE, ARITY_ONE, Node
+from solvi.schedule import OK, Attempt, Cause, Run
+
+__all__: list[str] = []
+
+
+def run_node(run: Run, node: Node) -> None:
+    """Compute one node: try its producers in order until one succeeds."""
+    cause = run.missing_input(node)
+    if cause is not None:
+        run.block(node, cause)
+        return
+    vals = run.vals
+    attempts = run.attempts
+    for tried, part in enumerate(node.parts):
+        args = tuple(vals[i] for i in part.inputs)
+        timeout = part.timeout if part.timeout is not None else run.timeout
+        start = perf_counter()
+        try:
+            value = call_sync(part, args, timeout)
+        except PartTimeout as exc:
+            end = perf_counter()
+            cause = Cause("timeout", part.name, node.fact, str(exc))
+        except Exception as exc:
+            end = perf_counter()
+            cause = Cause("error", part.name, node.fact, f"{type(exc).__name__}: {exc}")
+        else:
+            end = perf_counter()
+            attempts.append(Attempt(node.index, part.name, node.fact, start, end, "ok"))
+            run.succeed(node, value, tried)
+            return
+        attempts.append(
+            Attempt(node.index, part.name, node.fact, start, end, cause.kind, cause.message)
+        )
+    assert cause is not None  # a node has at least one producer
+    run.fail(node, cause)
+
+
+def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> None:
+    nodes = run.program.nodes
+    vals = run.vals
+    attempts = run.attempts
+    status = run.status
+    inline = run.timeout is None
+    for index in phase:
+        node = nodes[index]
+        if filter_wanted and not node.qmask & run.open_mask:
+            run.skip_unneeded(node)
+            continue
+        if inline and node.simple and not run.causes:
+            # The fast path: one sync producer, nothing missing, no timeout.
+            arity = node.arity
+            func = node.func
+            start = perf_counter()
+            try:
+                if arity == ARITY_NONE:
+                    value = func()
+                elif arity == ARITY_ONE:
+                    value = func(vals[node.inputs[0]])
+                else:
+                    value = func(*node.getter(vals))
+            except Exception as exc:
+                end = perf_counter()
+                part = node.parts[0]
+                message = f"{type(exc).__name__}: {exc}"
+                attempts.append(Attempt(index, part.name, node.fact, start, end, "error", message))
+                run.fail(node, Cause("error", part.name, node.fact, message))
+                continue
+            attempts.append(
+                Attempt(index, node.parts[0].name, node.fact, start, perf_counter(), "ok")
+            )
+            vals[node.fact] = bool(value) if node.is_check else value
+            status[index] = OK
+            continue
+        run_node(run, node)
+
+
+def run_sequential(run: Run) -> None:
+    """Run a request's flow one node after another, in flow order."""
+    program = run.program
+    phase0, phase1 = program.phases
+    _phase_sequential(run, phase0, False)
+    if run.early_exit:
+        run.settle()
+        _phase_sequential(run, phase1, run.open_mask != program.all_questions_mask)
+    else:
+        _phase_sequential(run, phase1, False)
+        run.settle()
+
+
+def _phase_threaded(run: Run, phase: tuple[int, ...], filter_wanted: bool, pool: Executor) -> None:
+    """Run one phase on a pool: each node starts as soon as the nodes it reads are done."""
+    nodes = run.program.nodes
+    todo: list[int] = []
+    for index in phase:
+        node = nodes[index]
+        if filter_wanted and not node.qmask & run.open_mask:
+            run.skip_unneeded(node)
+        else:
+            todo.append(index)
+    if not todo:
+        return
+    members = set(todo)
+    waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+    done: queue.SimpleQueue[tuple[int, BaseException | None]] = queue.SimpleQueue()
+
+    def work(index: int) -> None:
+        try:
+            run_node(run, nodes[index])
+        except BaseException as exc:  # handed back to the driving thread
+            done.put((index, exc))
+        else:
+            done.put((index, None))
+
+    outstanding = 0
+    for i in todo:
+        if waiting[i] == 0:
+            pool.submit(work, i)
+            outstanding += 1
+    while outstanding:
+        index, error = done.get()
+        outstanding -= 1
+        if error is not None:
+            raise error
+        for d in nodes[index].dependents:
+            if d in waiting:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    pool.submit(work, d)
+                    outstanding += 1
+
+
+def run_threaded(run: Run, pool: Executor) -> None:
+    """Run a request's flow on worker threads, phase by phase."""
+    program = run.program
+    phase0, phase1 = program.phases
+    _phase_threaded(run, phase0, False, pool)
+    if run.early_exit:
+        run.settle()
+        _phase_threaded(run, phase1, run.open_mask != program.all_questions_mask, pool)
+    else:
+        _phase_threaded(run, phase1, False, pool)
+        run.settle()

@@ -1,0 +1,149 @@
+"""A flow compiled for execution: flat tuples the drivers read without lookups by name."""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any
+
+import attrs
+
+from solvi.catalog import Part
+from solvi.flow import Flow
+from solvi.question import UNSET
+
+__all__: list[str] = []
+
+#: How a node is called on the fast path: no inputs, one input, or several.
+ARITY_NONE, ARITY_ONE, ARITY_MANY = 0, 1, 2
+
+
+@attrs.frozen
+class Node:
+    """A fact to compute, with everything a driver needs precomputed."""
+
+    index: int
+    fact: str
+    parts: tuple[Part, ...]
+    inputs: tuple[str, ...]
+    computed_inputs: tuple[str, ...]
+    deps: tuple[int, ...]
+    dependents: tuple[int, ...]
+    phase: int
+    qmask: int
+    is_check: bool
+    is_hard_check: bool
+    #: one sync producer with no timeout of its own: called inline on the fast path
+    simple: bool
+    has_async: bool
+    func: Any
+    arity: int
+    getter: Any
+
+
+@attrs.frozen
+class QuestionSlot:
+    """A question as the scheduler sees it."""
+
+    index: int
+    name: str
+    rule_node: int | None
+    answer_nodes: tuple[int, ...]
+    answer_facts: tuple[str, ...]
+    targets: tuple[str, ...]
+    governing: tuple[int, ...]
+    blocked: str | None
+    blocked_guard: str | None
+    forced: Any
+    has_forced: bool
+    is_ruleless: bool
+
+
+@attrs.frozen
+class Program:
+    """Everything about a flow the drivers need, computed once per key set."""
+
+    flow: Flow
+    nodes: tuple[Node, ...]
+    phases: tuple[tuple[int, ...], tuple[int, ...]]
+    questions: tuple[QuestionSlot, ...]
+    all_questions_mask: int
+    has_async: bool
+    step_names: tuple[str, ...]
+
+
+def compile_flow(flow: Flow) -> Program:
+    """Turn a planned flow into a Program."""
+    node_of = {n.fact: n.index for n in flow.nodes}
+    dependents: dict[int, list[int]] = {n.index: [] for n in flow.nodes}
+    for n in flow.nodes:
+        for d in n.deps:
+            dependents[d].append(n.index)
+    nodes: list[Node] = []
+    for n in flow.nodes:
+        only = n.parts[0] if len(n.parts) == 1 else None
+        simple = only is not None and not only.is_async and only.timeout is None
+        inputs = only.inputs if only is not None else n.inputs
+        arity = ARITY_NONE if not inputs else ARITY_ONE if len(inputs) == 1 else ARITY_MANY
+        getter = itemgetter(*inputs) if arity == ARITY_MANY else None
+        nodes.append(
+            Node(
+                index=n.index,
+                fact=n.fact,
+                parts=n.parts,
+                inputs=n.inputs,
+                computed_inputs=tuple(i for i in n.inputs if i in node_of),
+                deps=n.deps,
+                dependents=tuple(dependents[n.index]),
+                phase=n.phase,
+                qmask=sum(1 << q for q in n.questions),
+                is_check=any(p.kind == "check" for p in n.parts),
+                is_hard_check=n.is_hard_check,
+                simple=simple,
+                has_async=any(p.is_async for p in n.parts),
+                func=only.func if only is not None else None,
+                arity=arity,
+                getter=getter,
+            )
+        )
+    slots: list[QuestionSlot] = []
+    for q in flow.questions:
+        rule_node = node_of.get(q.rule) if q.rule is not None else None
+        if q.rule is not None:
+            answer_facts: tuple[str, ...] = (q.rule,)
+        else:
+            answer_facts = q.targets
+        slots.append(
+            QuestionSlot(
+                index=q.index,
+                name=q.name,
+                rule_node=rule_node,
+                answer_nodes=tuple(node_of[f] for f in answer_facts if f in node_of),
+                answer_facts=answer_facts,
+                targets=q.targets,
+                governing=tuple(node_of[_fact_of(flow, g)] for g in q.governing),
+                blocked=q.blocked,
+                blocked_guard=q.blocked_guard,
+                forced=q.forced,
+                has_forced=q.forced is not UNSET,
+                is_ruleless=q.rule is None,
+            )
+        )
+    phase0 = tuple(n.index for n in nodes if n.phase == 0)
+    phase1 = tuple(n.index for n in nodes if n.phase == 1)
+    return Program(
+        flow=flow,
+        nodes=tuple(nodes),
+        phases=(phase0, phase1),
+        questions=tuple(slots),
+        all_questions_mask=(1 << len(slots)) - 1,
+        has_async=any(n.has_async for n in nodes),
+        step_names=flow.steps,
+    )
+
+
+def _fact_of(flow: Flow, part_name: str) -> str:
+    for n in flow.nodes:
+        for p in n.parts:
+            if p.name == part_name:
+                return n.fact
+    raise KeyError(part_name)

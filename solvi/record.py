@@ -1,0 +1,97 @@
+"""Turning values into JSON a record can hold, and hashing records canonically."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from solvi.errors import RecordError
+
+__all__ = ["canonical_json", "record_hash", "to_record_value"]
+
+
+def _float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    # JSON has no NaN or infinity; keep them distinguishable from strings.
+    if math.isnan(value):
+        return {"$float": "nan"}
+    return {"$float": "inf" if value > 0 else "-inf"}
+
+
+def to_record_value(value: Any, where: str) -> Any:
+    """Convert a fact's value to plain JSON data, or explain why it cannot be.
+
+    Conversions (documented in docs/records.md): tuples and lists become lists;
+    sets become sorted lists; dataclasses and attrs classes become dicts;
+    enums their value; dates, times and datetimes ISO 8601 strings; Decimal and
+    UUID strings; NaN and infinities ``{"$float": "nan" | "inf" | "-inf"}``.
+
+    Raises:
+        RecordError: the value (or something inside it) has no JSON form; the
+            message names the fact (`where`) and the path inside it.
+    """
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _float(float(value))
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                msg = (
+                    f"{where} has a dict key {k!r} of type {type(k).__name__}; records need "
+                    f"string keys, so convert the keys (e.g. str(key)) in the part"
+                )
+                raise RecordError(
+                    msg,
+                    fact=where.split("[", 1)[0],
+                )
+            out[k] = to_record_value(v, f"{where}[{k!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [to_record_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, set | frozenset):
+        items = [to_record_value(v, f"{where}{{...}}") for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, enum.Enum):
+        return to_record_value(value.value, where)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_record_value(dataclasses.asdict(value), where)
+    if attrs.has(type(value)):
+        return to_record_value(attrs.asdict(value, recurse=False), where)
+    msg = (
+        f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which a decision "
+        f"record cannot hold; return JSON data (str, int, float, bool, None, list, dict), a "
+        f"dataclass or attrs instance, or convert it in the part"
+    )
+    raise RecordError(
+        msg,
+        fact=where.split("[", 1)[0],
+    )
+
+
+def canonical_json(data: Any) -> str:
+    """The one JSON text of a record: sorted keys, no spaces, no NaN."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def record_hash(data: Any) -> str:
+    """sha256 of a record's canonical JSON."""
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()

@@ -1,0 +1,320 @@
+"""What `ask` returns: answers, the trace of what ran, and the auditable record."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Literal
+
+import attrs
+
+from solvi.flow import Flow
+from solvi.program import Program
+from solvi.record import canonical_json, record_hash, to_record_value
+from solvi.schedule import OK, Attempt, Cause, Run
+
+__all__ = ["Answer", "Response", "Safeguard", "Step", "Trace"]
+
+Status = Literal["decided", "forced", "abstained"]
+RECORD_FORMAT = "solvi.record/1"
+
+
+def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class Answer:
+    """The answer to one question.
+
+    `status` is ``"decided"`` (the rule answered), ``"forced"`` (a failed hard
+    check imposed the question's `forced` value) or ``"abstained"`` (no answer;
+    `reason` says why and `guard` names what stopped it: a hard check, or
+    ``"timeout"``, ``"error"``, ``"inputs"``, ``"cycle"``).
+    """
+
+    status: Status
+    value: Any
+    reason: str
+    guard: str | None = None
+    facts: Mapping[str, Any] = attrs.field(factory=dict, converter=_readonly)
+
+    @property
+    def decided(self) -> bool:
+        """Whether the rule itself answered."""
+        return self.status == "decided"
+
+
+@attrs.frozen
+class Safeguard:
+    """A part that timed out or raised: recorded, never raised to the caller."""
+
+    kind: Literal["timeout", "error"]
+    part: str
+    fact: str
+    message: str
+
+
+@attrs.frozen
+class Step:
+    """One call of one part: start (ms since the request began), duration (ms), outcome."""
+
+    part: str
+    fact: str
+    start_ms: float
+    duration_ms: float
+    outcome: Literal["ok", "timeout", "error"]
+    message: str | None = None
+
+
+@attrs.frozen
+class Trace:
+    """How a request ran: its steps in flow order, what was skipped and why."""
+
+    steps: tuple[Step, ...]
+    skipped: tuple[tuple[str, str], ...]
+    early_exit: bool
+
+    def explain_order(self) -> str:
+        """One line per hard check saying why it ran when it did (default order: all first)."""
+        return "hard checks ran first, all of them (default order)"
+
+
+class Response:
+    """The result of one request; everything derived is computed on first access."""
+
+    def __init__(self, run: Run, catalog: str, catalog_version: str) -> None:
+        self._run = run
+        self._program: Program = run.program
+        self._catalog = catalog
+        self._catalog_version = catalog_version
+
+    def __repr__(self) -> str:
+        summary = ", ".join(f"{n}={a.status}" for n, a in self.answers.items())
+        return f"<Response {self._catalog}: {summary}>"
+
+    # -- answers -----------------------------------------------------------
+
+    def __getitem__(self, question: str) -> Answer:
+        try:
+            return self.answers[question]
+        except KeyError:
+            known = ", ".join(self.answers) or "none"
+            msg = f"no question {question!r} in this response (questions: {known})"
+            raise KeyError(msg) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.answers)
+
+    @cached_property
+    def answers(self) -> Mapping[str, Answer]:
+        """Every question's answer, in the order the questions were given."""
+        return MappingProxyType(
+            {slot.name: self._answer(slot.index) for slot in self._program.questions}
+        )
+
+    def _answer(self, q: int) -> Answer:
+        run = self._run
+        slot = self._program.questions[q]
+        nodes = self._program.nodes
+        facts = {t: run.vals[t] for t in slot.targets if t in run.vals and t not in run.state}
+        if slot.blocked is not None:
+            return Answer("abstained", None, slot.blocked, slot.blocked_guard, facts)
+        if q in run.settled:
+            check_node, how = run.settled[q]
+            check = nodes[check_node].parts[0].name
+            if how == "failed":
+                if slot.has_forced:
+                    return Answer("forced", slot.forced, f"hard check {check} failed", check, facts)
+                return Answer(
+                    "abstained",
+                    None,
+                    f"hard check {check} failed and the question has no forced value",
+                    check,
+                    facts,
+                )
+            cause = run.causes[check_node]
+            return Answer(
+                "abstained",
+                None,
+                f"hard check {check} could not be evaluated: {_cause_text(cause)}",
+                cause.kind,
+                facts,
+            )
+        for n in slot.answer_nodes:
+            if run.status[n] != OK:
+                missing = run.causes.get(n)
+                if missing is None:
+                    return Answer(
+                        "abstained", None, f"{nodes[n].fact} was not computed", "inputs", facts
+                    )
+                return Answer("abstained", None, _cause_text(missing), missing.kind, facts)
+        if slot.rule_node is not None:
+            fact = nodes[slot.rule_node].fact
+            return Answer("decided", run.vals[fact], f"rule {fact}", None, facts)
+        value = {f: run.vals[f] for f in slot.answer_facts if f in run.vals}
+        return Answer("decided", value, "reported facts", None, facts)
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        """The facts this request computed, in flow order."""
+        run = self._run
+        return MappingProxyType(
+            {n.fact: run.vals[n.fact] for n in self._program.nodes if run.status[n.index] == OK}
+        )
+
+    @property
+    def flow(self) -> Flow:
+        """The flow this request ran."""
+        return self._program.flow
+
+    @property
+    def input(self) -> Mapping[str, Any]:
+        """The request's state, as given."""
+        return MappingProxyType(self._run.state)
+
+    # -- trace ---------------------------------------------------------------
+
+    def _attempts(self) -> list[Attempt]:
+        nodes = self._program.nodes
+
+        def position(a: Attempt) -> tuple[int, int]:
+            parts = nodes[a.node].parts
+            return a.node, next(i for i, p in enumerate(parts) if p.name == a.part)
+
+        return sorted(self._run.attempts, key=position)
+
+    @cached_property
+    def trace(self) -> Trace:
+        """Steps that ran (flow order), steps skipped with their reason, early exit."""
+        run = self._run
+        t0 = run.started
+        steps = tuple(
+            Step(
+                a.part,
+                a.fact,
+                round((a.start - t0) * 1000.0, 3),
+                round((a.end - a.start) * 1000.0, 3),
+                a.outcome,  # type: ignore[arg-type]  # attempts only hold these three
+                a.message,
+            )
+            for a in self._attempts()
+        )
+        skipped = tuple(
+            (name, run.skip_reasons[name])
+            for name in self._program.step_names
+            if name in run.skip_reasons
+        )
+        return Trace(steps=steps, skipped=skipped, early_exit=run.early_exit)
+
+    @cached_property
+    def safeguards(self) -> tuple[Safeguard, ...]:
+        """Every timeout and error of this request, in flow order."""
+        return tuple(
+            Safeguard(a.outcome, a.part, a.fact, a.message or "")  # type: ignore[arg-type]
+            for a in self._attempts()
+            if a.outcome != "ok"
+        )
+
+    # -- record --------------------------------------------------------------
+
+    @cached_property
+    def _body(self) -> dict[str, Any]:
+        """The record without timings: what the hash covers."""
+        run = self._run
+        answers = {
+            name: {
+                "status": a.status,
+                "value": to_record_value(a.value, f"answer {name}"),
+                "reason": a.reason,
+                "guard": a.guard,
+            }
+            for name, a in self.answers.items()
+        }
+        return {
+            "format": RECORD_FORMAT,
+            "catalog": self._catalog,
+            "catalog_version": self._catalog_version,
+            "input": {k: to_record_value(v, f"input {k}") for k, v in run.state.items()},
+            "early_exit": run.early_exit,
+            "flow": list(self._program.step_names),
+            "answers": answers,
+            "values": {k: to_record_value(v, k) for k, v in self.values.items()},
+            "steps": [
+                {"part": s.part, "fact": s.fact, "outcome": s.outcome, "message": s.message}
+                for s in self.trace.steps
+            ],
+            "skipped": [list(pair) for pair in self.trace.skipped],
+            "safeguards": [attrs.asdict(s) for s in self.safeguards],
+        }
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 of the canonical record without timings: the same for the same input,
+        however the request ran (threads, order of completion, process)."""
+        return record_hash(self._body)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The whole record as JSON-ready data, timings and hash included.
+
+        Raises:
+            RecordError: a value has no JSON form; the message names the fact.
+        """
+        body = dict(self._body)
+        body["steps"] = [
+            {**entry, "start_ms": s.start_ms, "duration_ms": s.duration_ms}
+            for entry, s in zip(body["steps"], self.trace.steps, strict=True)
+        ]
+        body["hash"] = self.hash
+        return body
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The record as JSON text (canonical when `indent` is None)."""
+        if indent is None:
+            return canonical_json(self.record)
+        return json.dumps(self.record, indent=indent, sort_keys=True, allow_nan=False)
+
+    def show(self) -> str:
+        """A readable text view of the answers, the steps and what was skipped."""
+        return render(self.record)
+
+
+def _cause_text(cause: Cause) -> str:
+    if cause.kind == "timeout":
+        return f"{cause.fact}: {cause.part} {cause.message}"
+    return f"{cause.fact}: {cause.part} raised {cause.message}"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def render(record: Mapping[str, Any]) -> str:
+    """Render a stored or fresh record as text (what `Response.show` and `solvi show` print)."""
+    lines = [
+        f"{record['catalog']}  hash {record['hash'][:12]}"
+        + ("" if record["early_exit"] else "  (whole flow)")
+    ]
+    answers = record["answers"]
+    width = max((len(n) for n in answers), default=0)
+    for name, a in answers.items():
+        value = "-" if a["status"] == "abstained" else _short(a["value"])
+        lines.append(f"  {name:<{width}}  {a['status']:<9}  {value:<8}  {a['reason']}")
+    if record["steps"]:
+        lines.append("steps")
+        pw = max(len(s["part"]) for s in record["steps"])
+        for s in record["steps"]:
+            extra = f"  {s['message']}" if s["message"] else ""
+            lines.append(
+                f"  {s['part']:<{pw}}  {s['outcome']:<7}  {s['duration_ms']:>9.3f} ms{extra}"
+            )
+    if record["skipped"]:
+        lines.append("skipped")
+        pw = max(len(p) for p, _ in record["skipped"])
+        for part, reason in record["skipped"]:
+            lines.append(f"  {part:<{pw}}  {reason}")
+    return "\n".join(lines)

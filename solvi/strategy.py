@@ -1,0 +1,371 @@
+"""Strategists: from a catalog, questions and the request's keys to a Flow.
+
+A strategist decides which producers of each fact belong in a flow; the walk
+from the questions' targets back to the keys, the checks of what was computed,
+the cycle reports and the ordering are shared by all of them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+import networkx as nx
+
+from solvi.catalog import Part
+from solvi.flow import Flow, FlowNode, QuestionPlan
+from solvi.question import Question
+
+__all__ = ["DeterministicStrategist", "Strategist"]
+
+
+@runtime_checkable
+class Strategist(Protocol):
+    """Plans a flow for one set of request keys.
+
+    `plan` is called once per key set (the System caches the result), never per
+    request, so it may be thorough.
+    """
+
+    name: str
+
+    def plan(
+        self, parts: Sequence[Part], questions: Sequence[Question], keys: frozenset[str]
+    ) -> Flow:
+        """Return the flow for requests that bring exactly `keys`."""
+        ...
+
+
+@attrs.frozen
+class _Why:
+    """Why a fact cannot be computed from the keys."""
+
+    guard: Literal["cycle", "inputs"]
+    text: str
+
+
+class _Planner:
+    """The shared planning machinery; subclasses say which producers a fact uses."""
+
+    name = "base"
+    #: "all": a fact is computable only when every producer can run;
+    #: "any": when at least one can.
+    needs: Literal["all", "any"] = "all"
+
+    def select(self, fact: str, runnable: Sequence[Part]) -> tuple[Part, ...]:
+        """The producers of `fact` the flow holds, from those that can run."""
+        return tuple(runnable)
+
+    def choices(self, selected: Mapping[str, tuple[Part, ...]]) -> dict[str, dict[str, Any]]:
+        """Per fact, a record of how its producer was chosen (for cost-based planners)."""
+        return {}
+
+    def plan(
+        self, parts: Sequence[Part], questions: Sequence[Question], keys: frozenset[str]
+    ) -> Flow:
+        """Plan a flow for the given keys (see the module docstring)."""
+        flow_parts = [p for p in parts if p.kind != "extract"]
+        producers: dict[str, list[Part]] = {}
+        for p in flow_parts:
+            producers.setdefault(p.provides, []).append(p)
+        computable, runnable = self._fixpoint(flow_parts, producers, keys)
+        why = self._explain(producers, keys, computable, runnable)
+        selected = {
+            f: self.select(f, [p for p in ps if p in runnable])
+            for f, ps in producers.items()
+            if f in computable and f not in keys
+        }
+        plans, per_question = self._questions(
+            parts, questions, keys, producers, computable, runnable, selected, why
+        )
+        nodes = self._order(selected, keys, plans, per_question)
+        in_flow = {p.name for node in nodes for p in node.parts}
+        skipped = {
+            p.name: self._skip_reason(p, keys, producers, computable, runnable, why)
+            for p in flow_parts
+            if p.name not in in_flow
+        }
+        return Flow(
+            keys=keys,
+            nodes=nodes,
+            questions=tuple(plans),
+            skipped=skipped,
+            strategist=self.name,
+            choices=self.choices({n.fact: n.parts for n in nodes}),
+        )
+
+    # -- what can be computed -------------------------------------------
+
+    def _fixpoint(
+        self, parts: Sequence[Part], producers: Mapping[str, list[Part]], keys: frozenset[str]
+    ) -> tuple[set[str], set[Part]]:
+        computable: set[str] = set(keys)
+        runnable: set[Part] = set()
+        unmet: dict[Part, int] = {}
+        readers: dict[str, list[Part]] = {}
+        for p in parts:
+            wanted = {i for i in p.inputs if i not in keys}
+            unmet[p] = len(wanted)
+            for i in wanted:
+                readers.setdefault(i, []).append(p)
+        pending_producers = {f: len(ps) for f, ps in producers.items()}
+        queue = [p for p in parts if unmet[p] == 0]
+        while queue:
+            p = queue.pop()
+            runnable.add(p)
+            fact = p.provides
+            if fact in computable:
+                continue
+            pending_producers[fact] -= 1
+            if self.needs == "any" or pending_producers[fact] == 0:
+                computable.add(fact)
+                for reader in readers.get(fact, ()):
+                    unmet[reader] -= 1
+                    if unmet[reader] == 0:
+                        queue.append(reader)
+        return computable, runnable
+
+    def _explain(
+        self,
+        producers: Mapping[str, list[Part]],
+        keys: frozenset[str],
+        computable: set[str],
+        runnable: set[Part],
+    ) -> dict[str, _Why]:
+        """For each fact that cannot be computed, say why: a cycle, or missing inputs."""
+        blocked = {f for f in producers if f not in computable}
+        graph: nx.DiGraph[str] = nx.DiGraph()
+        graph.add_nodes_from(blocked)
+        for f in blocked:
+            for p in producers[f]:
+                for i in p.inputs:
+                    if i in blocked:
+                        graph.add_edge(i, f)
+        why: dict[str, _Why] = {}
+        for component in nx.strongly_connected_components(graph):
+            if len(component) < 2:
+                continue
+            sub = graph.subgraph(component)
+            for f in sorted(component):
+                cycle = nx.find_cycle(sub, source=f)
+                path = [edge[0] for edge in cycle] + [cycle[-1][1]]
+                why[f] = _Why("cycle", "on a cycle: " + " -> ".join(path))
+        for f in sorted(blocked):
+            if f in why:
+                continue
+            missing: list[str] = []
+            for p in producers[f]:
+                for i in p.inputs:
+                    if i not in computable and i not in missing:
+                        missing.append(i)
+            why[f] = _Why("inputs", "inputs missing: " + ", ".join(missing))
+        return why
+
+    def _skip_reason(
+        self,
+        part: Part,
+        keys: frozenset[str],
+        producers: Mapping[str, list[Part]],
+        computable: set[str],
+        runnable: set[Part],
+        why: Mapping[str, _Why],
+    ) -> str:
+        fact = part.provides
+        if fact in keys:
+            return "not needed"
+        if fact in why and why[fact].guard == "cycle":
+            return why[fact].text
+        missing = [i for i in part.inputs if i not in computable]
+        if missing:
+            return "inputs missing: " + ", ".join(missing)
+        if fact not in computable:
+            return why[fact].text
+        return "not needed"
+
+    # -- questions --------------------------------------------------------
+
+    def _questions(
+        self,
+        parts: Sequence[Part],
+        questions: Sequence[Question],
+        keys: frozenset[str],
+        producers: Mapping[str, list[Part]],
+        computable: set[str],
+        runnable: set[Part],
+        selected: Mapping[str, tuple[Part, ...]],
+        why: Mapping[str, _Why],
+    ) -> tuple[list[QuestionPlan], list[frozenset[str]]]:
+        by_name = {p.name: p for p in parts}
+        checks = [p for p in parts if p.kind == "check"]
+        plans: list[QuestionPlan] = []
+        facts_per_question: list[frozenset[str]] = []
+
+        def reason_for(fact: str) -> _Why:
+            if fact not in why:
+                return _Why("inputs", f"inputs missing: {fact}")
+            if fact in answer_facts and rule is not None:
+                return why[fact]
+            return _Why(why[fact].guard, f"cannot compute {fact}: {why[fact].text}")
+
+        def closure(start: Iterable[str], into: set[str]) -> None:
+            stack = [f for f in start if f not in keys]
+            while stack:
+                f = stack.pop()
+                if f in into:
+                    continue
+                into.add(f)
+                for p in selected.get(f, ()):
+                    stack.extend(i for i in p.inputs if i not in keys and i not in into)
+
+        for index, q in enumerate(questions):
+            rule_name = q.rule if q.rule is not None else q.name
+            rule = by_name.get(rule_name)
+            if rule is not None and rule.kind != "rule":
+                rule = None
+            if q.uses is not None and q.rule is None:
+                rule = None
+            narrowed = True
+            if rule is not None:
+                targets: tuple[str, ...] = rule.inputs
+                answer_facts: tuple[str, ...] = (rule.provides,)
+            elif q.uses is not None:
+                targets = q.uses
+                answer_facts = q.uses
+            else:
+                targets = tuple(
+                    f
+                    for f in dict.fromkeys(p.provides for p in parts if p.kind in ("fn", "check"))
+                    if f in computable and f not in keys
+                )
+                answer_facts = targets
+                narrowed = False
+            blocked: _Why | None = None
+            for f in (*targets, *answer_facts):
+                if f not in computable:
+                    blocked = reason_for(f)
+                    break
+            required_facts: list[str] = []
+            if blocked is None:
+                for name in q.requires:
+                    part = by_name[name]
+                    if part.provides not in computable or part not in runnable:
+                        text = self._skip_reason(part, keys, producers, computable, runnable, why)
+                        blocked = _Why(
+                            "cycle" if text.startswith("on a cycle") else "inputs",
+                            f"required part {name}: {text}",
+                        )
+                        break
+                    required_facts.append(part.provides)
+            facts: set[str] = set()
+            if blocked is None:
+                closure((*answer_facts, *targets, *required_facts), facts)
+                grew = True
+                while grew:
+                    grew = False
+                    for c in checks:
+                        f = c.provides
+                        if f in facts or f in keys or f not in selected:
+                            continue
+                        if c not in selected[f]:
+                            continue
+                        if all(i in keys or i in facts for i in c.inputs) and any(
+                            i not in keys for i in c.inputs
+                        ):
+                            closure((f,), facts)
+                            grew = True
+            governing = tuple(
+                p.name
+                for p in sorted(
+                    (p for f in facts for p in selected.get(f, ()) if p.is_hard_check),
+                    key=lambda p: p.index,
+                )
+            )
+            plans.append(
+                QuestionPlan(
+                    name=q.name,
+                    index=index,
+                    rule=rule.name if rule is not None else None,
+                    targets=tuple(targets),
+                    facts=frozenset(facts),
+                    governing=governing,
+                    narrowed=narrowed,
+                    blocked=None if blocked is None else blocked.text,
+                    blocked_guard=None if blocked is None else blocked.guard,
+                    forced=q.forced,
+                )
+            )
+            facts_per_question.append(frozenset(facts))
+        return plans, facts_per_question
+
+    # -- order ------------------------------------------------------------
+
+    def _order(
+        self,
+        selected: Mapping[str, tuple[Part, ...]],
+        keys: frozenset[str],
+        plans: Sequence[QuestionPlan],
+        per_question: Sequence[frozenset[str]],
+    ) -> tuple[FlowNode, ...]:
+        facts: set[str] = set().union(*per_question) if per_question else set()
+        reads = {f: [i for p in selected[f] for i in p.inputs if i in facts] for f in facts}
+        hard = {f for f in facts if any(p.is_hard_check for p in selected[f])}
+        first_phase: set[str] = set()
+        stack = list(hard)
+        while stack:
+            f = stack.pop()
+            if f not in first_phase:
+                first_phase.add(f)
+                stack.extend(reads[f])
+        is_rule = {f: all(p.kind == "rule" for p in selected[f]) for f in facts}
+        rank = {f: min(p.index for p in selected[f]) for f in facts}
+        waiting = {f: len(set(reads[f])) for f in facts}
+        dependents: dict[str, list[str]] = {f: [] for f in facts}
+        for f in facts:
+            for i in set(reads[f]):
+                dependents[i].append(f)
+
+        def key(f: str) -> tuple[int, bool, int, str]:
+            return (0 if f in first_phase else 1, is_rule[f], rank[f], f)
+
+        heap = [key(f) for f in facts if waiting[f] == 0]
+        heapq.heapify(heap)
+        order: list[str] = []
+        while heap:
+            f = heapq.heappop(heap)[-1]
+            order.append(f)
+            for d in dependents[f]:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    heapq.heappush(heap, key(d))
+        position = {f: n for n, f in enumerate(order)}
+        members = {
+            f: frozenset(q.index for q, fs in zip(plans, per_question, strict=True) if f in fs)
+            for f in facts
+        }
+        return tuple(
+            FlowNode(
+                index=n,
+                fact=f,
+                parts=selected[f],
+                inputs=tuple(dict.fromkeys(i for p in selected[f] for i in p.inputs)),
+                deps=tuple(sorted({position[i] for i in reads[f]})),
+                phase=0 if f in first_phase else 1,
+                questions=members[f],
+                is_rule=is_rule[f],
+                is_hard_check=f in hard,
+            )
+            for n, f in enumerate(order)
+        )
+
+
+class DeterministicStrategist(_Planner):
+    """The default: every producer of a needed fact is in the flow.
+
+    A fact is computable only when all its producers can run; at run time the
+    producers are tried in declaration order until one succeeds.
+    """
+
+    name = "deterministic"
+    needs: Literal["all", "any"] = "all"

@@ -1,0 +1,304 @@
+"""The System: a catalog and its questions, planned once per key set, asked many times."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from time import perf_counter
+from typing import Any
+
+from solvi.catalog import Catalog
+from solvi.errors import PlanError, SolviError, _closest
+from solvi.execute import run_sequential, run_threaded
+from solvi.flow import Flow
+from solvi.program import Program, compile_flow
+from solvi.question import Question
+from solvi.response import Response
+from solvi.schedule import Run
+from solvi.strategy import DeterministicStrategist, Strategist
+
+__all__ = ["System"]
+
+
+def _check_positive(name: str, value: Any, *, integer: bool = False) -> None:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+        expected = "a positive whole number" if integer else "a positive number"
+        msg = f"{name} must be {expected}, got {value!r}"
+        raise ValueError(msg)
+
+
+class System:
+    """A catalog and the questions it answers.
+
+    Everything that can be checked without a request is checked here: unknown
+    names in questions raise `PlanError` naming the closest known names.
+
+    Args:
+        catalog: the parts.
+        questions: `Question` objects or names (a name is `Question(name)`);
+            default: one question per rule, in declaration order.
+        workers: run independent steps in this many threads (1: one after another).
+        timeout: seconds, for parts without a `timeout=` of their own.
+        early_exit: skip what a failed hard check made unnecessary.
+        strategist: the planner (default `DeterministicStrategist()`).
+        logger: a structlog logger for request and step events (default: none).
+
+    Raises:
+        PlanError: a question names a rule, fact or part the catalog lacks.
+        ValueError: an option has a wrong value.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        questions: Iterable[Question | str] | None = None,
+        *,
+        workers: int = 1,
+        timeout: float | None = None,
+        early_exit: bool = True,
+        strategist: Strategist | None = None,
+        logger: Any = None,
+    ) -> None:
+        if not isinstance(catalog, Catalog):
+            msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
+            raise TypeError(msg)
+        _check_positive("workers", workers, integer=True)
+        if timeout is not None:
+            _check_positive("timeout", timeout)
+        self.catalog = catalog
+        self._parts = catalog.parts
+        if questions is None:
+            questions = [Question(p.name) for p in self._parts if p.kind == "rule"]
+        self.questions: tuple[Question, ...] = tuple(
+            Question(q) if isinstance(q, str) else q for q in questions
+        )
+        self._validate_questions()
+        self.workers = workers
+        self.timeout = timeout
+        self.early_exit = early_exit
+        self.strategist: Strategist = strategist or DeterministicStrategist()
+        self.logger = logger
+        self.name = catalog.name
+        self.version = catalog.version
+        self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
+        self._programs: dict[frozenset[str], Program] = {}
+        self._lock = threading.Lock()
+        self._pools: dict[int, ThreadPoolExecutor] = {}
+
+    def __repr__(self) -> str:
+        names = ", ".join(q.name for q in self.questions)
+        return f"<System {self.name}: {names}>"
+
+    def _validate_questions(self) -> None:
+        parts = {p.name: p for p in self._parts}
+        facts = {p.provides for p in self._parts if p.kind != "extract"}
+        seen: set[str] = set()
+        for q in self.questions:
+            if not isinstance(q, Question):
+                msg = f"questions must be Question objects or names, got {q!r}"
+                raise TypeError(msg)
+            if q.name in seen:
+                msg = f"question {q.name!r} is listed twice"
+                raise PlanError(msg, name=q.name)
+            seen.add(q.name)
+            if q.rule is not None:
+                if q.rule not in parts:
+                    rules = [p.name for p in self._parts if p.kind == "rule"]
+                    msg = (
+                        f"question {q.name!r} names rule {q.rule!r}, which catalog "
+                        f"{self.catalog.name!r} does not have{_closest(q.rule, rules)}"
+                    )
+                    raise PlanError(
+                        msg,
+                        name=q.rule,
+                    )
+                if parts[q.rule].kind != "rule":
+                    msg = (
+                        f"question {q.name!r} names {q.rule!r} as its rule, but it is a "
+                        f"{parts[q.rule].kind} part; declare it with @catalog.rule"
+                    )
+                    raise PlanError(
+                        msg,
+                        name=q.rule,
+                    )
+            for fact in q.uses or ():
+                if fact not in facts:
+                    msg = (
+                        f"question {q.name!r} uses {fact!r}, which no part of catalog "
+                        f"{self.catalog.name!r} provides{_closest(fact, facts)}"
+                    )
+                    raise PlanError(
+                        msg,
+                        name=fact,
+                    )
+            for name in q.requires:
+                if name not in parts:
+                    msg = (
+                        f"question {q.name!r} requires part {name!r}, which catalog "
+                        f"{self.catalog.name!r} does not have{_closest(name, parts)}"
+                    )
+                    raise PlanError(
+                        msg,
+                        name=name,
+                    )
+
+    # -- planning ------------------------------------------------------------
+
+    def plan(self, keys: Iterable[str]) -> Flow:
+        """The flow for requests that bring exactly these keys (cached)."""
+        return self._program(frozenset(keys)).flow
+
+    def _program(self, keys: frozenset[str]) -> Program:
+        program = self._programs.get(keys)
+        if program is None:
+            program = compile_flow(self.strategist.plan(self._parts, self.questions, keys))
+            self._programs[keys] = program
+        return program
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the catalog has async parts (`aask` awaits them; `ask` runs a loop each)."""
+        return any(p.is_async for p in self._parts)
+
+    # -- asking ----------------------------------------------------------------
+
+    def ask(
+        self,
+        state: Mapping[str, Any],
+        *,
+        early_exit: bool | None = None,
+        workers: int | None = None,
+        timeout: float | None = None,
+    ) -> Response:
+        """Answer every question for one request, synchronously.
+
+        Args:
+            state: the request's facts by name (its keys select the flow).
+            early_exit: override the System's setting for this request.
+            workers: override the number of threads for this request.
+            timeout: seconds, for parts without their own `timeout=`.
+
+        Returns:
+            The Response. Parts that raise or time out never raise here: they
+            are safeguards in the response.
+
+        Raises:
+            TypeError: `state` is not a mapping with string keys.
+        """
+        if not isinstance(state, dict):
+            state = self._as_state(state)
+        program = self._programs.get(frozenset(state))
+        if program is None:
+            self._as_state(state)
+            program = self._program(frozenset(state))
+        run = Run(
+            program,
+            state,
+            early_exit=self.early_exit if early_exit is None else early_exit,
+            timeout=self.timeout if timeout is None else timeout,
+            started=perf_counter(),
+        )
+        n = self.workers if workers is None else workers
+        if n == 1:
+            run_sequential(run)
+        else:
+            _check_positive("workers", n, integer=True)
+            run_threaded(run, self._pool(n))
+        return self._finish(run)
+
+    def ask_text(self, text: str, **options: Any) -> Response:
+        """Turn text into facts with the catalog's `extract` parts, then `ask`.
+
+        Each extract part reads the request (``text`` and nothing else) and
+        returns a dict of facts; later extractors win on a shared key.
+        """
+        state: dict[str, Any] = {"text": text}
+        for part in self._parts:
+            if part.kind != "extract":
+                continue
+            missing = [i for i in part.inputs if i not in state]
+            if missing:
+                msg = (
+                    f"extract part {part.name!r} reads {', '.join(missing)}; an extract part "
+                    f"may only read 'text' and facts earlier extractors produced"
+                )
+                raise SolviError(msg)
+            facts = part.func(*(state[i] for i in part.inputs))
+            if not isinstance(facts, Mapping):
+                msg = (
+                    f"extract part {part.name!r} returned {type(facts).__name__}; it must "
+                    f"return a dict of facts"
+                )
+                raise SolviError(msg)
+            state.update(facts)
+        return self.ask(state, **options)
+
+    def _finish(self, run: Run) -> Response:
+        timeouts = errors = 0
+        for a in run.attempts:
+            if a.outcome != "ok":
+                if a.outcome == "timeout":
+                    timeouts += 1
+                else:
+                    errors += 1
+        with self._lock:
+            stats = self.stats
+            stats["requests"] += 1
+            if timeouts or errors:
+                stats["timeouts"] += timeouts
+                stats["errors"] += errors
+        response = Response(run, self.name, self.version)
+        if self.logger is not None:
+            self._log(response, run)
+        return response
+
+    def _log(self, response: Response, run: Run) -> None:
+        log = self.logger.bind(catalog=self.name)
+        for step in response.trace.steps:
+            log.debug("step", part=step.part, outcome=step.outcome, duration_ms=step.duration_ms)
+        for guard in response.safeguards:
+            log.warning("safeguard", kind=guard.kind, part=guard.part, message=guard.message)
+        log.info(
+            "request",
+            answers={n: a.status for n, a in response.answers.items()},
+            steps=len(run.attempts),
+        )
+
+    @staticmethod
+    def _as_state(state: Any) -> dict[str, Any]:
+        if not isinstance(state, Mapping):
+            msg = (
+                f"a request's state must be a mapping of fact names to values, got "
+                f"{type(state).__name__}"
+            )
+            raise TypeError(msg)
+        bad = [k for k in state if not isinstance(k, str)]
+        if bad:
+            msg = f"a request's keys must be strings, got {bad[0]!r}"
+            raise TypeError(msg)
+        return dict(state)
+
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        pool = self._pools.get(workers)
+        if pool is None:
+            with self._lock:
+                pool = self._pools.get(workers)
+                if pool is None:
+                    pool = ThreadPoolExecutor(workers, thread_name_prefix=f"solvi-{self.name}")
+                    self._pools[workers] = pool
+        return pool
+
+    def close(self) -> None:
+        """Stop the worker threads this System started (it can still be asked later)."""
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> System:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
