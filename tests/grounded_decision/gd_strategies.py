@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from hypothesis import strategies as st
 
+from grounded_decision.policy import Act, Alt, Expr, Seq, Star, Symbol, Test
 from grounded_decision.statechart import GameGraph
 
 MAX_STRATEGY_PAIRS = 2048
@@ -118,3 +119,117 @@ def brute_cycle_means(game: GameGraph) -> list[Fraction]:
     for root in sorted(reachable):
         extend(root, root, {root}, Fraction(0), 0)
     return means
+
+
+EVENTS = ("a", "b", "c")
+ACTIONS = ("x", "y")
+
+
+def policies(max_leaves: int = 8, *, guarded_acts: bool = False) -> st.SearchStrategy[Expr]:
+    """Draw text-policy expressions over a small alphabet.
+
+    With ``guarded_acts`` every ``act`` directly follows a ``test``, as runnable policies do.
+    """
+    acts: st.SearchStrategy[Expr] = st.sampled_from(ACTIONS).map(Act)
+    if guarded_acts:
+        acts = st.tuples(st.sampled_from(EVENTS), st.sampled_from(ACTIONS)).map(
+            lambda pair: Seq((Test(pair[0]), Act(pair[1])))
+        )
+    leaves: st.SearchStrategy[Expr] = st.one_of(st.sampled_from(EVENTS).map(Test), acts)
+
+    def extend(inner: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Seq(tuple(xs))),
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Alt(tuple(xs))),
+            inner.map(Star),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=max_leaves)
+
+
+def symbols() -> st.SearchStrategy[Symbol]:
+    """Draw one automaton symbol, including one no generated policy mentions."""
+    return st.one_of(
+        st.sampled_from((*EVENTS, "zz")).map(lambda e: ("test", e)),
+        st.sampled_from(ACTIONS).map(lambda a: ("act", a)),
+    )
+
+
+class _Empty:
+    """The empty language (a derivative that can no longer match)."""
+
+
+class _Eps:
+    """The language holding only the empty word."""
+
+
+_EMPTY = _Empty()
+_EPS = _Eps()
+Rx = object
+
+
+def nullable(r: Rx) -> bool:
+    """Return whether the regular expression matches the empty word."""
+    if r is _EPS or isinstance(r, Star):
+        return True
+    if r is _EMPTY or isinstance(r, Test | Act):
+        return False
+    if isinstance(r, Seq):
+        return all(nullable(p) for p in r.parts)
+    assert isinstance(r, Alt)
+    return any(nullable(o) for o in r.options)
+
+
+def _cat(left: Rx, right: Rx) -> Rx:
+    if left is _EMPTY or right is _EMPTY:
+        return _EMPTY
+    if left is _EPS:
+        return right
+    if right is _EPS:
+        return left
+    return Seq((left, right))  # type: ignore[arg-type]  # derivative terms mix in _Eps
+
+
+def _alt(left: Rx, right: Rx) -> Rx:
+    if left is _EMPTY:
+        return right
+    if right is _EMPTY:
+        return left
+    if left == right:
+        return left
+    return Alt((left, right))  # type: ignore[arg-type]  # derivative terms mix in _Eps
+
+
+def derive(r: Rx, symbol: Symbol) -> Rx:
+    """Brzozowski derivative of ``r`` by one symbol."""
+    if r is _EMPTY or r is _EPS:
+        return _EMPTY
+    if isinstance(r, Test):
+        return _EPS if symbol == ("test", r.event) else _EMPTY
+    if isinstance(r, Act):
+        return _EPS if symbol == ("act", r.action) else _EMPTY
+    if isinstance(r, Star):
+        return _cat(derive(r.body, symbol), r)
+    if isinstance(r, Alt):
+        out: Rx = _EMPTY
+        for option in r.options:
+            out = _alt(out, derive(option, symbol))
+        return out
+    assert isinstance(r, Seq)
+    head, rest = r.parts[0], r.parts[1:]
+    tail: Rx = rest[0] if len(rest) == 1 else (Seq(rest) if rest else _EPS)
+    first = _cat(derive(head, symbol), tail)
+    return _alt(first, derive(tail, symbol)) if nullable(head) else first
+
+
+def matches(expr: Expr, word: list[Symbol]) -> bool:
+    """Decide membership of ``word`` directly on the expression, by derivatives."""
+    r: Rx = expr
+    for symbol in word:
+        r = derive(r, symbol)
+    return nullable(r)
+
+
+def is_empty(r: Rx) -> bool:
+    """Return whether a derivative term denotes the empty language."""
+    return r is _EMPTY

@@ -1,0 +1,32 @@
+"""Text policies: parsing, automata and their statecharts."""
+
+from __future__ import annotations
+
+from grounded_decision.policy.automata import (
+    ACTION_PRIORITY,
+    WAITING_PRIORITY,
+    Dfa,
+    Symbol,
+    compile_policy,
+    cycle_rank,
+    dfa_to_statechart,
+)
+from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Star, Test, parse, star_height
+
+__all__ = [
+    "ACTION_PRIORITY",
+    "WAITING_PRIORITY",
+    "Act",
+    "Alt",
+    "Dfa",
+    "Expr",
+    "Seq",
+    "Star",
+    "Symbol",
+    "Test",
+    "compile_policy",
+    "cycle_rank",
+    "dfa_to_statechart",
+    "parse",
+    "star_height",
+]

@@ -1,0 +1,317 @@
+"""From a text policy to a minimal deterministic automaton, and from that to a statechart.
+
+Thompson's construction gives an automaton with empty moves; the subset construction makes
+it deterministic and Moore's partition refinement makes it minimal. Symbols are
+``("test", event)`` and ``("act", action)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+import attrs
+
+from grounded_decision.errors import PolicyCompileError
+from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Test
+from grounded_decision.statechart.chart import Statechart
+
+__all__ = [
+    "ACTION_PRIORITY",
+    "WAITING_PRIORITY",
+    "Dfa",
+    "Symbol",
+    "compile_policy",
+    "cycle_rank",
+    "dfa_to_statechart",
+]
+
+Symbol = tuple[str, str]
+"""``("test", event)`` or ``("act", action)``."""
+
+ACTION_PRIORITY = 2
+"""Priority of text-policy states that propose an action, and of final states (even)."""
+WAITING_PRIORITY = 1
+"""Priority of every other text-policy state (odd: not progress)."""
+
+
+class _Nfa:
+    """Thompson automaton under construction: one owner, discarded after the subset step."""
+
+    def __init__(self) -> None:
+        self.empty: list[list[int]] = []
+        self.moves: list[list[tuple[Symbol, int]]] = []
+
+    def new(self) -> int:
+        self.empty.append([])
+        self.moves.append([])
+        return len(self.empty) - 1
+
+    def build(self, expr: Expr) -> tuple[int, int]:
+        """Return (entry, exit) states of a fragment accepting the expression's words."""
+        if isinstance(expr, Test | Act):
+            entry, exit_ = self.new(), self.new()
+            symbol = ("test", expr.event) if isinstance(expr, Test) else ("act", expr.action)
+            self.moves[entry].append((symbol, exit_))
+            return entry, exit_
+        if isinstance(expr, Seq):
+            entry, exit_ = self.build(expr.parts[0])
+            for part in expr.parts[1:]:
+                head, tail = self.build(part)
+                self.empty[exit_].append(head)
+                exit_ = tail
+            return entry, exit_
+        entry, exit_ = self.new(), self.new()
+        if isinstance(expr, Alt):
+            for option in expr.options:
+                head, tail = self.build(option)
+                self.empty[entry].append(head)
+                self.empty[tail].append(exit_)
+            return entry, exit_
+        head, tail = self.build(expr.body)
+        self.empty[entry] += [head, exit_]
+        self.empty[tail] += [head, exit_]
+        return entry, exit_
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            for nxt in self.empty[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return frozenset(seen)
+
+
+@attrs.frozen
+class Dfa:
+    """A deterministic automaton without a dead state (missing moves reject).
+
+    Parameters:
+        start: the initial state.
+        accepting: states where a whole policy run may end.
+        delta: for each state, its moves ``symbol -> state``.
+    """
+
+    start: int
+    accepting: frozenset[int]
+    delta: tuple[Mapping[Symbol, int], ...]
+
+    def __len__(self) -> int:
+        """Return the number of states."""
+        return len(self.delta)
+
+    def run(self, word: Iterable[Symbol]) -> int | None:
+        """Return the state reached after reading ``word``, or ``None`` if it falls off."""
+        state: int | None = self.start
+        for symbol in word:
+            if state is None:
+                return None
+            state = self.delta[state].get(symbol)
+        return state
+
+    def accepts(self, word: Iterable[Symbol]) -> bool:
+        """Return whether the automaton accepts ``word``."""
+        state = self.run(word)
+        return state is not None and state in self.accepting
+
+
+def compile_policy(expr: Expr) -> Dfa:
+    """Return the minimal deterministic automaton of a policy, states numbered breadth-first."""
+    nfa = _Nfa()
+    entry, exit_ = nfa.build(expr)
+    first = nfa.closure([entry])
+    subsets = {first: 0}
+    order = [first]
+    raw: list[dict[Symbol, int]] = []
+    for subset in order:
+        targets: dict[Symbol, set[int]] = {}
+        for state in subset:
+            for symbol, nxt in nfa.moves[state]:
+                targets.setdefault(symbol, set()).add(nxt)
+        row: dict[Symbol, int] = {}
+        for symbol in sorted(targets):
+            closed = nfa.closure(targets[symbol])
+            if closed not in subsets:
+                subsets[closed] = len(order)
+                order.append(closed)
+            row[symbol] = subsets[closed]
+        raw.append(row)
+    accepting = frozenset(i for i, subset in enumerate(order) if exit_ in subset)
+    return _minimise(raw, accepting)
+
+
+def _minimise(raw: list[dict[Symbol, int]], accepting: frozenset[int]) -> Dfa:
+    """Merge equivalent states (Moore refinement), then renumber breadth-first from 0."""
+    block = [1 if state in accepting else 0 for state in range(len(raw))]
+    while True:
+        signatures: dict[tuple[object, ...], int] = {}
+        refined = []
+        for state, row in enumerate(raw):
+            key = (block[state], tuple((symbol, block[nxt]) for symbol, nxt in sorted(row.items())))
+            refined.append(signatures.setdefault(key, len(signatures)))
+        if len(signatures) == len(set(block)):
+            break
+        block = refined
+    numbering = {block[0]: 0}
+    queue = [0]
+    rows: dict[int, dict[Symbol, int]] = {}
+    for state in queue:
+        renumbered: dict[Symbol, int] = {}
+        for symbol, nxt in sorted(raw[state].items()):
+            if block[nxt] not in numbering:
+                numbering[block[nxt]] = len(numbering)
+                queue.append(nxt)
+            renumbered[symbol] = numbering[block[nxt]]
+        rows[numbering[block[state]]] = renumbered
+    return Dfa(
+        start=0,
+        accepting=frozenset(numbering[block[s]] for s in accepting if block[s] in numbering),
+        delta=tuple(MappingProxyType(rows[i]) for i in range(len(rows))),
+    )
+
+
+def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
+    """Turn a policy automaton into a statechart the module can run.
+
+    A state with an ``act(a)`` move proposes ``a``; once proposed the action counts as
+    taken, so an event continues from the state after ``act(a)`` when that state handles it,
+    and otherwise from the proposing state's own ``test`` moves. States are named ``s0``,
+    ``s1``, ... breadth-first from the start; priorities are ``ACTION_PRIORITY`` for states
+    that propose an action or have no way out, ``WAITING_PRIORITY`` otherwise; payoffs are 0.
+
+    Raises:
+        PolicyCompileError: when one state could propose two different actions, or an
+            ``act`` directly follows another ``act``.
+    """
+    actions: dict[int, str | None] = {}
+    moves: dict[int, dict[str, int]] = {}
+    for state, row in enumerate(dfa.delta):
+        acts = sorted((label, nxt) for (kind, label), nxt in row.items() if kind == "act")
+        if len(acts) > 1:
+            names = " and ".join(repr(label) for label, _ in acts)
+            msg = (
+                f"policy {name!r}: one state can propose both {names}; make the choice depend"
+                " on an event, e.g. test(x) ; act(a) | test(y) ; act(b)"
+            )
+            raise PolicyCompileError(msg)
+        own = {label: nxt for (kind, label), nxt in row.items() if kind == "test"}
+        if acts:
+            label, after = acts[0]
+            if any(kind == "act" for kind, _ in dfa.delta[after]):
+                msg = (
+                    f"policy {name!r}: an act(...) directly follows act({label}); a state"
+                    " proposes one action, so put a test(...) between them"
+                )
+                raise PolicyCompileError(msg)
+            own = {**own, **{lab: nxt for (kind, lab), nxt in dfa.delta[after].items()}}
+            actions[state] = label
+        else:
+            actions[state] = None
+        moves[state] = own
+    numbering = {dfa.start: 0}
+    queue = [dfa.start]
+    for state in queue:
+        for event in sorted(moves[state]):
+            target = moves[state][event]
+            if target not in numbering:
+                numbering[target] = len(numbering)
+                queue.append(target)
+    chart = Statechart(name)
+    for state in queue:
+        proposes = actions[state] is not None or not moves[state]
+        chart = chart.state(
+            f"s{numbering[state]}",
+            initial=state == dfa.start,
+            action=actions[state],
+            priority=ACTION_PRIORITY if proposes else WAITING_PRIORITY,
+        )
+    for state in queue:
+        for event in sorted(moves[state]):
+            chart = chart.on(f"s{numbering[state]}", event, f"s{numbering[moves[state][event]]}")
+    return chart.validate()
+
+
+def cycle_rank(successors: Mapping[str, Iterable[str]], *, budget: int = 20_000) -> int | None:
+    """Return the cycle rank of a directed graph, or ``None`` past ``budget`` search steps.
+
+    Rank 0 for an acyclic graph; for a strongly connected one, 1 plus the least rank left
+    after removing one vertex; otherwise the largest rank among its strongly connected parts.
+    The computation is exponential in the worst case, hence the budget.
+    """
+    graph = {v: frozenset(ws) for v, ws in successors.items()}
+    memo: dict[frozenset[str], int] = {}
+    spent = 0
+
+    def rank(vertices: frozenset[str]) -> int:
+        nonlocal spent
+        if vertices in memo:
+            return memo[vertices]
+        spent += 1
+        if spent > budget:
+            raise _BudgetSpent
+        best = 0
+        for part in _components(graph, vertices):
+            (only,) = part if len(part) == 1 else (None,)
+            if only is not None and only not in graph.get(only, frozenset()):
+                continue
+            best = max(best, 1 + min(rank(part - {v}) for v in sorted(part)))
+        memo[vertices] = best
+        return best
+
+    try:
+        return rank(frozenset(graph))
+    except _BudgetSpent:
+        return None
+
+
+class _BudgetSpent(Exception):
+    """Internal signal: the cycle-rank search ran out of budget."""
+
+
+def _components(
+    graph: Mapping[str, frozenset[str]], vertices: frozenset[str]
+) -> list[frozenset[str]]:
+    """Strongly connected components of the subgraph on ``vertices`` (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    parts: list[frozenset[str]] = []
+    for root in sorted(vertices):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, frozenset()) & vertices)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            advanced = False
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, frozenset()) & vertices))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                part = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    part.add(w)
+                    if w == v:
+                        break
+                parts.append(frozenset(part))
+    return parts

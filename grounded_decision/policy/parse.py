@@ -1,0 +1,257 @@
+"""Text policies: the expression tree and a recursive-descent parser with precise errors.
+
+Grammar (``*`` binds tightest, then ``;``, then ``|``; ``#`` starts a comment)::
+
+    policy := alt
+    alt    := seq ("|" seq)*
+    seq    := rep (";" rep)*
+    rep    := atom "*"*
+    atom   := "test" "(" NAME ")" | "act" "(" NAME ")" | "(" alt ")"
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from grounded_decision.errors import PolicySyntaxError
+
+__all__ = ["Act", "Alt", "Expr", "Seq", "Star", "Test", "parse", "star_height"]
+
+
+@attrs.frozen
+class Test:
+    """``test(event)``: the next event must be ``event``."""
+
+    event: str
+
+    def __str__(self) -> str:
+        """Return the policy text of this node."""
+        return f"test({self.event})"
+
+
+@attrs.frozen
+class Act:
+    """``act(action)``: propose ``action``."""
+
+    action: str
+
+    def __str__(self) -> str:
+        """Return the policy text of this node."""
+        return f"act({self.action})"
+
+
+@attrs.frozen
+class Seq:
+    """``a ; b ; ...``: the parts one after another."""
+
+    parts: tuple[Expr, ...]
+
+    def __str__(self) -> str:
+        """Return the policy text of this node."""
+        return " ; ".join(_wrap(part, (Alt,)) for part in self.parts)
+
+
+@attrs.frozen
+class Alt:
+    """``a | b | ...``: any one of the options."""
+
+    options: tuple[Expr, ...]
+
+    def __str__(self) -> str:
+        """Return the policy text of this node."""
+        return " | ".join(str(option) for option in self.options)
+
+
+@attrs.frozen
+class Star:
+    """``a*``: the body zero or more times."""
+
+    body: Expr
+
+    def __str__(self) -> str:
+        """Return the policy text of this node."""
+        return f"{_wrap(self.body, (Alt, Seq))}*"
+
+
+Expr = Test | Act | Seq | Alt | Star
+"""A parsed text policy."""
+
+
+def _wrap(node: Expr, loose: tuple[type, ...]) -> str:
+    return f"({node})" if isinstance(node, loose) else str(node)
+
+
+def star_height(expr: Expr) -> int:
+    """Return the deepest nesting of ``*`` in the expression (0 for a loop-free policy)."""
+    if isinstance(expr, Test | Act):
+        return 0
+    if isinstance(expr, Star):
+        return 1 + star_height(expr.body)
+    children = expr.parts if isinstance(expr, Seq) else expr.options
+    return max(star_height(child) for child in children)
+
+
+_TOKEN = re.compile(r"\s+|#[^\n]*|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[()*;|])")
+_END = "end of policy"
+
+
+@attrs.frozen
+class _Token:
+    kind: str
+    text: str
+    line: int
+    column: int
+
+    def shown(self) -> str:
+        return _END if self.kind == "end" else repr(self.text)
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    pos = 0
+    line, line_start = 1, 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        column = pos - line_start + 1
+        if match is None:
+            expected = "a name, '(', ')', ';', '|', '*' or a comment"
+            msg = (
+                f"policy line {line}, column {column}: expected {expected}, got {text[pos]!r};"
+                " names use letters, digits, '_', '.' and '-', and comments start with '#'"
+            )
+            raise PolicySyntaxError(
+                msg, line=line, column=column, expected=expected, got=repr(text[pos])
+            )
+        if match.group("name"):
+            tokens.append(_Token("name", match.group("name"), line, column))
+        elif match.group("punct"):
+            tokens.append(_Token(match.group("punct"), match.group("punct"), line, column))
+        chunk = match.group(0)
+        newlines = chunk.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + chunk.rindex("\n") + 1
+        pos = match.end()
+    tokens.append(_Token("end", "", line, len(text) - line_start + 1))
+    return tokens
+
+
+class _Parser:
+    """Recursive descent over the token list; one instance per ``parse`` call."""
+
+    def __init__(self, tokens: list[_Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+
+    def peek(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def take(self) -> _Token:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        return token
+
+    def fail(self, expected: str, token: _Token, hint: str) -> PolicySyntaxError:
+        msg = (
+            f"policy line {token.line}, column {token.column}: expected {expected},"
+            f" got {token.shown()}; {hint}"
+        )
+        return PolicySyntaxError(
+            msg, line=token.line, column=token.column, expected=expected, got=token.shown()
+        )
+
+    def policy(self) -> Expr:
+        expr = self.alt()
+        token = self.peek()
+        if token.kind != "end":
+            hint = (
+                "a ')' here has no matching '('"
+                if token.kind == ")"
+                else "join steps with ';' (then) or '|' (or)"
+            )
+            raise self.fail("';', '|', '*' or end of policy", token, hint)
+        return expr
+
+    def alt(self) -> Expr:
+        options: list[Expr] = []
+        while True:
+            node = self.seq()
+            options.extend(node.options if isinstance(node, Alt) else (node,))
+            if self.peek().kind != "|":
+                break
+            self.take()
+        return options[0] if len(options) == 1 else Alt(tuple(options))
+
+    def seq(self) -> Expr:
+        parts: list[Expr] = []
+        while True:
+            node = self.rep()
+            parts.extend(node.parts if isinstance(node, Seq) else (node,))
+            if self.peek().kind != ";":
+                break
+            self.take()
+        return parts[0] if len(parts) == 1 else Seq(tuple(parts))
+
+    def rep(self) -> Expr:
+        node = self.atom()
+        while self.peek().kind == "*":
+            self.take()
+            node = node if isinstance(node, Star) else Star(node)
+        return node
+
+    def atom(self) -> Expr:
+        token = self.take()
+        if token.kind == "(":
+            self.depth += 1
+            if self.depth > 200:
+                raise self.fail("fewer nested parentheses", token, "flatten the policy")
+            inner = self.alt()
+            closing = self.take()
+            if closing.kind != ")":
+                msg = f"')' to close the '(' at line {token.line}, column {token.column}"
+                raise self.fail(
+                    msg,
+                    closing,
+                    "add the missing ')'",
+                )
+            self.depth -= 1
+            return inner
+        if token.kind == "name" and token.text in ("test", "act"):
+            what = "an event name" if token.text == "test" else "an action name"
+            opening = self.take()
+            if opening.kind != "(":
+                msg = f"'(' after {token.text!r}"
+                raise self.fail(msg, opening, f"write {token.text}(name)")
+            name = self.take()
+            if name.kind != "name":
+                msg = f"{what} inside {token.text}(...)"
+                raise self.fail(msg, name, f"write {token.text}(name)")
+            closing = self.take()
+            if closing.kind != ")":
+                msg = f"')' after {token.text}({name.text}"
+                raise self.fail(msg, closing, "close it with ')'")
+            return Test(name.text) if token.text == "test" else Act(name.text)
+        hint = (
+            "steps are written test(event) or act(action)"
+            if token.kind == "name"
+            else "a step is missing here"
+        )
+        raise self.fail("test(...), act(...) or '('", token, hint)
+
+
+def parse(text: str) -> Expr:
+    """Parse a text policy such as ``(test(ping))* ; test(alert) ; act(page)``.
+
+    Parameters:
+        text: the policy; whitespace and ``#`` comments are ignored.
+
+    Returns:
+        The expression tree (``Test``, ``Act``, ``Seq``, ``Alt``, ``Star``).
+
+    Raises:
+        PolicySyntaxError: with ``line``, ``column`` (1-based), ``expected`` and ``got``.
+    """
+    return _Parser(_tokenize(text)).policy()

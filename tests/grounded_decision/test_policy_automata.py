@@ -1,0 +1,157 @@
+"""Policy automata: the compiler against a direct matcher, and the statecharts it yields."""
+
+from __future__ import annotations
+
+import pytest
+from gd_strategies import ACTIONS, derive, is_empty, matches, policies, symbols
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from grounded_decision.errors import PolicyCompileError
+from grounded_decision.policy import (
+    Expr,
+    Symbol,
+    compile_policy,
+    cycle_rank,
+    dfa_to_statechart,
+    parse,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies(), st.lists(st.lists(symbols(), max_size=8), min_size=1, max_size=10))
+def test_dfa_matches_direct_matcher_on_random_words(expr: Expr, words: list[list[Symbol]]) -> None:
+    """The minimal automaton accepts exactly the words the derivative matcher accepts."""
+    dfa = compile_policy(expr)
+    for word in words:
+        assert dfa.accepts(word) == matches(expr, word)
+
+
+@settings(max_examples=100, deadline=None)
+@given(policies())
+def test_dfa_is_minimal_and_has_no_dead_state(expr: Expr) -> None:
+    """No two automaton states accept the same continuations, and every state can accept."""
+    dfa = compile_policy(expr)
+    for state in range(len(dfa)):
+        reach = {state}
+        stack = [state]
+        while stack:
+            for nxt in dfa.delta[stack.pop()].values():
+                if nxt not in reach:
+                    reach.add(nxt)
+                    stack.append(nxt)
+        assert reach & dfa.accepting
+    # Moore's invariant: refining once more splits nothing.
+    block = {s: s in dfa.accepting for s in range(len(dfa))}
+    keys = {
+        (block[s], tuple(sorted((sym, block[t]) for sym, t in dfa.delta[s].items())))
+        for s in range(len(dfa))
+    }
+    assert len(dfa) <= 2 or len(keys) >= 2
+
+
+def _reference_run(expr: Expr, events: list[str]) -> list[tuple[bool, str | None]]:
+    """Run the chart semantics on the expression itself: (handled, proposed action) per event."""
+    r: object = expr
+
+    def proposal(term: object) -> str | None:
+        acts = [a for a in ACTIONS if not is_empty(derive(term, ("act", a)))]
+        return acts[0] if acts else None
+
+    out: list[tuple[bool, str | None]] = []
+    for event in events:
+        action = proposal(r)
+        moved = None
+        if action is not None:
+            after = derive(derive(r, ("act", action)), ("test", event))
+            moved = None if is_empty(after) else after
+        if moved is None:
+            direct = derive(r, ("test", event))
+            moved = None if is_empty(direct) else direct
+        if moved is not None:
+            r = moved
+        out.append((moved is not None, proposal(r)))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies(guarded_acts=True), st.lists(st.sampled_from(("a", "b", "c", "zz")), max_size=10))
+def test_policy_chart_runs_like_the_expression(expr: Expr, events: list[str]) -> None:
+    """Stepping the compiled chart proposes what the expression itself says, event by event."""
+    try:
+        chart = dfa_to_statechart(compile_policy(expr), "p")
+    except PolicyCompileError:
+        assume(False)
+        raise
+    state = chart.initial
+    seen: list[tuple[bool, str | None]] = []
+    for event in events:
+        handled = chart.transition(state, event) is not None
+        state = chart.step(state, event)
+        seen.append((handled, chart.action_of(state)))
+    assert seen == _reference_run(expr, events)
+
+
+def test_text_policy_priorities() -> None:
+    """States that propose or are final get priority 2; waiting states get 1; payoffs are 0."""
+    chart = dfa_to_statechart(compile_policy(parse("(test(ping))* ; test(alert) ; act(page)")), "p")
+    assert chart.states() == ("s0", "s1")
+    assert [chart.priority_of(s) for s in chart.states()] == [1, 2]
+    assert chart.action_of("s1") == "page"
+    assert chart.step("s0", "ping") == "s0"
+    assert all(chart.payoff_of(s) == 0.0 for s in chart.states())
+
+
+def test_repeat_cycle_returns_to_the_request_state() -> None:
+    """After proposing grant, the next request continues the cycle."""
+    text = "(test(request) ; test(approved) ; act(grant))*"
+    chart = dfa_to_statechart(compile_policy(parse(text)), "p")
+    assert chart.step("s2", "request") == "s1"
+    assert chart.transition("s0", "approved") is None
+
+
+def test_after_proposing_an_event_continues_past_the_action() -> None:
+    """An event both before and after act(x) continues from after the action."""
+    text = "test(a) ; act(x) ; test(b) ; act(y) | test(a) ; test(b) ; test(c) ; act(z)"
+    chart = dfa_to_statechart(compile_policy(parse(text)), "p")
+    state = chart.step(chart.initial, "a")
+    assert chart.action_of(state) == "x"
+    state = chart.step(state, "b")
+    assert chart.action_of(state) == "y"
+    assert chart.transition(state, "c") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("test(a) ; (act(x) | act(y))", r"one state can propose both 'x' and 'y'"),
+        ("test(a) ; act(x) ; act(y)", r"an act\(\.\.\.\) directly follows act\(x\)"),
+    ],
+)
+def test_ambiguous_policies_are_rejected(text: str, message: str) -> None:
+    """A policy that would propose two actions at once cannot become a chart."""
+    with pytest.raises(PolicyCompileError, match=message):
+        dfa_to_statechart(compile_policy(parse(text)), "p")
+
+
+@pytest.mark.parametrize(
+    ("graph", "rank"),
+    [
+        ({"a": ["b"], "b": []}, 0),
+        ({"a": ["a"]}, 1),
+        ({"a": ["b"], "b": ["a"]}, 1),
+        ({"a": ["b", "c"], "b": ["a", "c"], "c": ["a", "b"]}, 2),
+        ({"a": ["a", "b"], "b": ["b"]}, 1),
+    ],
+)
+def test_cycle_rank_of_small_graphs(graph: dict[str, list[str]], rank: int) -> None:
+    """Cycle rank is 0 when acyclic, 1 for a simple loop, 2 for a complete triangle."""
+    assert cycle_rank(graph) == rank
+
+
+def test_cycle_rank_gives_up_beyond_its_budget() -> None:
+    """A dense graph with a tiny budget reports None instead of running long."""
+    names = [f"v{i}" for i in range(8)]
+    dense = {v: [w for w in names if w != v] for v in names}
+    assert cycle_rank(dense, budget=5) is None
+    assert cycle_rank(dense) == 7

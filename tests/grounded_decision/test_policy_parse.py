@@ -1,0 +1,86 @@
+"""Text-policy parsing: precedence, comments, printing, star height and syntax errors."""
+
+from __future__ import annotations
+
+import pytest
+from gd_strategies import policies
+from hypothesis import given, settings
+
+from grounded_decision import policy as gp
+from grounded_decision.errors import GroundedDecisionError, PolicySyntaxError
+from grounded_decision.policy import Act, Alt, Expr, Seq, Star, parse, star_height
+
+
+def test_star_binds_tighter_than_seq_and_seq_tighter_than_alt() -> None:
+    """test(a) | test(b) ; act(c)* reads as a | (b ; (c*))."""
+    assert parse("test(a) | test(b) ; act(c)*") == Alt(
+        (gp.Test("a"), Seq((gp.Test("b"), Star(Act("c")))))
+    )
+
+
+def test_parentheses_override_precedence() -> None:
+    """(test(a) | test(b)) ; act(c) groups the choice first."""
+    assert parse("(test(a) | test(b)) ; act(c)") == Seq(
+        (Alt((gp.Test("a"), gp.Test("b"))), Act("c"))
+    )
+
+
+def test_whitespace_newlines_and_comments_are_ignored() -> None:
+    """Comments run to the end of the line and layout does not matter."""
+    text = "# page after an alert\n(test(ping))*   # keep watching\n ;\n\ttest(alert) ; act(page)\n"
+    assert parse(text) == Seq((Star(gp.Test("ping")), gp.Test("alert"), Act("page")))
+
+
+def test_nested_groups_flatten() -> None:
+    """Grouping a sequence inside a sequence gives one flat sequence."""
+    assert parse("(test(a) ; test(b)) ; test(c)") == parse("test(a) ; test(b) ; test(c)")
+    assert parse("((test(a))*)*") == Star(gp.Test("a"))
+
+
+def test_star_height_counts_nesting() -> None:
+    """Star height is the deepest nesting of *, 0 without loops."""
+    assert star_height(parse("test(a) ; act(b)")) == 0
+    assert star_height(parse("(test(ping))* ; test(alert) ; act(page)")) == 1
+    assert star_height(parse("((test(a) ; (test(b))*)* | act(c))")) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies())
+def test_printing_then_parsing_gives_the_same_tree(expr: Expr) -> None:
+    """str(expr) is policy text that parses back to an equal tree (after flattening)."""
+    again = parse(str(expr))
+    assert parse(str(again)) == again
+    assert str(again) == str(parse(str(expr)))
+
+
+MALFORMED = [
+    ("", 1, 1, "test(...), act(...) or '('", "end of policy"),
+    ("test(a", 1, 7, "')' after test(a", "end of policy"),
+    ("test()", 1, 6, "an event name inside test(...)", "')'"),
+    ("act(", 1, 5, "an action name inside act(...)", "end of policy"),
+    ("test a", 1, 6, "'(' after 'test'", "'a'"),
+    ("foo(x)", 1, 1, "test(...), act(...) or '('", "'foo'"),
+    ("test(a) act(b)", 1, 9, "';', '|', '*' or end of policy", "'act'"),
+    ("test(a) ;\n  | act(b)", 2, 3, "test(...), act(...) or '('", "'|'"),
+    ("(test(a) ; act(b)", 1, 18, "')' to close the '(' at line 1, column 1", "end of policy"),
+    ("test(a))", 1, 8, "';', '|', '*' or end of policy", "')'"),
+    ("test(a) & act(b)", 1, 9, "a name, '(', ')', ';', '|', '*' or a comment", "'&'"),
+    ("# only a comment\n", 2, 1, "test(...), act(...) or '('", "end of policy"),
+    ("*test(a)", 1, 1, "test(...), act(...) or '('", "'*'"),
+    ("test(a b)", 1, 8, "')' after test(a", "'b'"),
+    ("test(a) |", 1, 10, "test(...), act(...) or '('", "end of policy"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "column", "expected", "got"), MALFORMED)
+def test_syntax_errors_carry_line_column_and_expectation(
+    text: str, line: int, column: int, expected: str, got: str
+) -> None:
+    """Each malformed policy raises PolicySyntaxError pointing at the offending token."""
+    with pytest.raises(PolicySyntaxError) as caught:
+        parse(text)
+    error = caught.value
+    assert (error.line, error.column, error.expected, error.got) == (line, column, expected, got)
+    assert str(error).startswith(f"policy line {line}, column {column}: expected {expected}, got")
+    assert isinstance(error, ValueError)
+    assert isinstance(error, GroundedDecisionError)
