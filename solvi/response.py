@@ -32,14 +32,16 @@ class Answer:
     `status` is ``"decided"`` (the rule answered), ``"forced"`` (a failed hard
     check imposed the question's `forced` value) or ``"abstained"`` (no answer;
     `reason` says why and `guard` names what stopped it: a hard check, or
-    ``"timeout"``, ``"error"``, ``"inputs"``, ``"cycle"``).
+    ``"timeout"``, ``"error"``, ``"inputs"``, ``"cycle"``). `facts` holds the
+    question's targets that were computed; it is left out of equality, since
+    early exit computes fewer of them without changing the answer.
     """
 
     status: Status
     value: Any
     reason: str
     guard: str | None = None
-    facts: Mapping[str, Any] = attrs.field(factory=dict, converter=_readonly)
+    facts: Mapping[str, Any] = attrs.field(factory=dict, converter=_readonly, eq=False)
 
     @property
     def decided(self) -> bool:

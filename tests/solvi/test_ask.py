@@ -1,0 +1,249 @@
+"""`ask`: early exit, threads, fallbacks, timeouts and errors as safeguards."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+import anyio.lowlevel
+import pytest
+from flows.claims_small import Calls, claims_catalog
+
+from solvi import Catalog, Question, System
+
+GOOD = {"policy_id": "P1", "claim": {"amount": 1_000}}
+LAPSED = {"policy_id": "X9", "claim": {"amount": 1_000}}
+BOTH_FAIL = {"policy_id": "X9", "claim": {"amount": 1_000, "sanctioned": True}}
+
+
+def test_decided_answers_when_every_check_passes(claims: System) -> None:
+    """With passing checks every rule decides."""
+    res = claims.ask(GOOD)
+    assert res["approve"].status == "decided"
+    assert res["approve"].value is True
+    assert res["fast_track"].value is True
+    assert res.values["fraud_score"] == 0.1
+    assert res.trace.skipped == (("fraud_rules", "not needed: fraud_score came from fraud_model"),)
+
+
+def test_failed_hard_check_forces_and_skips_what_only_it_needed(calls: Calls) -> None:
+    """A failed hard check settles its questions; steps only they needed never run."""
+    system = System(claims_catalog(calls), [Question("approve", forced=False)])
+    res = system.ask(LAPSED)
+    answer = res["approve"]
+    assert (answer.status, answer.value, answer.guard) == ("forced", False, "policy_in_force")
+    assert answer.reason == "hard check policy_in_force failed"
+    assert calls.names == ["policy", "policy_in_force", "not_sanctioned"]
+    assert res.trace.skipped == (
+        ("fraud_model", "not needed: hard check policy_in_force failed"),
+        ("fraud_rules", "not needed: hard check policy_in_force failed"),
+        ("fraud_ok", "not needed: hard check policy_in_force failed"),
+        ("points", "not needed: hard check policy_in_force failed"),
+        ("approve", "not needed: hard check policy_in_force failed"),
+    )
+    assert res.trace.early_exit is True
+    assert "points" not in res.values
+
+
+def test_other_questions_still_run_their_steps(claims: System, calls: Calls) -> None:
+    """A question the failed check does not govern still gets its steps and answer."""
+    res = claims.ask(LAPSED)
+    assert res["approve"].status == "forced"
+    assert res["fast_track"].status == "decided"
+    assert "points" in calls.names
+    assert "approve" not in calls.names
+    assert res.trace.skipped[-1] == ("approve", "not needed: hard check policy_in_force failed")
+
+
+def test_without_forced_value_the_question_abstains(calls: Calls) -> None:
+    """No `forced=`: a failed hard check makes the question abstain."""
+    res = System(claims_catalog(calls), ["approve"]).ask(LAPSED)
+    assert res["approve"].status == "abstained"
+    assert res["approve"].value is None
+    assert res["approve"].guard == "policy_in_force"
+
+
+def test_first_declared_failing_check_decides(claims: System) -> None:
+    """With two failing hard checks the first declared names the guard, whatever ran first."""
+    res = claims.ask(BOTH_FAIL)
+    assert res["approve"].guard == "policy_in_force"
+    threaded = claims.ask(BOTH_FAIL, workers=4)
+    assert threaded["approve"] == res["approve"]
+    only_sanctions = claims.ask({"policy_id": "P1", "claim": {"sanctioned": True}})
+    assert only_sanctions["approve"].guard == "not_sanctioned"
+
+
+def test_whole_flow_gives_identical_answers_and_every_value(claims: System, calls: Calls) -> None:
+    """`early_exit=False` runs everything; answers equal the early-exit ones."""
+    early = claims.ask(LAPSED)
+    calls.names.clear()
+    full = claims.ask(LAPSED, early_exit=False)
+    assert full.answers == early.answers
+    assert full.trace.early_exit is False
+    assert full.values["points"] == 2
+    assert "approve" in full.values
+    assert full.trace.skipped == (("fraud_rules", "not needed: fraud_score came from fraud_model"),)
+    assert full.record["early_exit"] is False
+    assert full.hash != early.hash
+
+
+def test_hash_is_identical_across_workers_and_runs(claims: System) -> None:
+    """Records are written in flow order, so threads do not change the hash."""
+    for state in (GOOD, LAPSED, BOTH_FAIL, {"policy_id": "P", "claim": {"model_down": True}}):
+        hashes = {claims.ask(state, workers=w).hash for w in (1, 2, 4, 8) for _ in range(3)}
+        assert len(hashes) == 1
+
+
+def test_failing_producer_falls_back_to_the_next_and_is_a_safeguard(claims: System) -> None:
+    """A part that raises is recorded; the next producer of its fact is tried."""
+    res = claims.ask({"policy_id": "P1", "claim": {"model_down": True, "amount": 20_000}})
+    assert res.values["fraud_score"] == 0.5
+    assert res["approve"].status == "decided"
+    (guard,) = res.safeguards
+    assert (guard.kind, guard.part, guard.fact) == ("error", "fraud_model", "fraud_score")
+    assert guard.message == "ConnectionError: model server unreachable"
+    assert claims.stats == {"requests": 1, "timeouts": 0, "errors": 1}
+
+
+def _slow_catalog(sleep: float, *, part_timeout: float | None) -> Catalog:
+    cat = Catalog("slow")
+
+    @cat.fn(provides="score", timeout=part_timeout)
+    def slow_score(x: int) -> int:
+        time.sleep(sleep)
+        return 100
+
+    @cat.fn(provides="score")
+    def quick_score(x: int) -> int:
+        return 1
+
+    @cat.rule
+    def answer(score: int) -> int:
+        return score
+
+    return cat
+
+
+def test_timeout_falls_back_and_returns_on_time() -> None:
+    """A part past its timeout is abandoned on time; the next producer answers."""
+    system = System(_slow_catalog(2.0, part_timeout=0.05))
+    began = time.perf_counter()
+    res = system.ask({"x": 1})
+    assert time.perf_counter() - began < 1.0
+    assert res["answer"].value == 1
+    (guard,) = res.safeguards
+    assert (guard.kind, guard.message) == ("timeout", "timed out after 0.05 s")
+    assert system.stats["timeouts"] == 1
+
+
+def test_call_timeout_applies_to_parts_without_their_own() -> None:
+    """`ask(timeout=)` bounds parts that set no timeout."""
+    system = System(_slow_catalog(2.0, part_timeout=None))
+    res = system.ask({"x": 1}, timeout=0.05)
+    assert res["answer"].value == 1
+    assert res.safeguards[0].message == "timed out after 0.05 s"
+
+
+def test_question_abstains_with_timeout_guard_when_no_producer_answers() -> None:
+    """The last producer timing out leaves the fact missing: guard `timeout`."""
+    cat = Catalog("slow")
+
+    @cat.fn(timeout=0.05)
+    def score(x: int) -> int:
+        time.sleep(1.0)
+        return 1
+
+    @cat.fn
+    def doubled(score: int) -> int:
+        return score * 2
+
+    @cat.rule
+    def answer(doubled: int) -> int:
+        return doubled
+
+    res = System(cat).ask({"x": 1})
+    assert res["answer"].status == "abstained"
+    assert res["answer"].guard == "timeout"
+    assert res["answer"].reason == "score: score timed out after 0.05 s"
+    assert res.trace.skipped == (
+        ("doubled", "inputs missing: score (score timed out after 0.05 s)"),
+        ("answer", "inputs missing: score (score timed out after 0.05 s)"),
+    )
+
+
+def test_hard_check_that_raises_could_not_be_evaluated_and_never_forces() -> None:
+    """A hard check that errors makes its questions abstain, never forced."""
+    cat = Catalog("c")
+
+    @cat.check(hard=True)
+    def in_force(policy_id: str) -> bool:
+        raise LookupError("policy service down")
+
+    @cat.fn
+    def expensive(policy_id: str) -> int:
+        return 1
+
+    @cat.rule
+    def approve(in_force: bool, expensive: int) -> bool:
+        return True
+
+    res = System(cat, [Question("approve", forced=False)]).ask({"policy_id": "P"})
+    answer = res["approve"]
+    assert answer.status == "abstained"
+    assert answer.guard == "error"
+    assert answer.reason == (
+        "hard check in_force could not be evaluated: in_force: in_force raised "
+        "LookupError: policy service down"
+    )
+    assert ("expensive", "not needed: hard check in_force could not be evaluated") in (
+        res.trace.skipped
+    )
+
+
+def test_async_parts_run_in_a_loop_of_their_own() -> None:
+    """`ask` awaits async parts, one event loop per call."""
+    cat = Catalog("a")
+
+    @cat.fn
+    async def remote(x: int) -> int:
+        await anyio.lowlevel.checkpoint()
+        return x + 1
+
+    @cat.rule
+    def answer(remote: int) -> int:
+        return remote
+
+    system = System(cat)
+    assert system.is_async
+    assert system.ask({"x": 1})["answer"].value == 2
+
+
+def test_ask_inside_a_running_loop_uses_a_worker_thread() -> None:
+    """Called from async code, `ask` still runs async parts (in another thread)."""
+    cat = Catalog("a")
+
+    @cat.fn(timeout=1.0)
+    async def remote(x: int) -> int:
+        return x + 1
+
+    @cat.rule
+    def answer(remote: int) -> int:
+        return remote
+
+    system = System(cat)
+
+    async def main() -> int:
+        return int(system.ask({"x": 41})["answer"].value)
+
+    assert asyncio.run(main()) == 42
+
+
+def test_bad_state_and_options_are_rejected_clearly(claims: System) -> None:
+    """A non-mapping state or non-string keys get a TypeError that says what to pass."""
+    with pytest.raises(TypeError, match="must be a mapping"):
+        claims.ask([("claim", 1)])  # type: ignore[arg-type]  # wrong type on purpose
+    with pytest.raises(TypeError, match="keys must be strings"):
+        claims.ask({1: "x"})  # type: ignore[dict-item]  # wrong type on purpose
+    with pytest.raises(ValueError, match="workers must be a positive whole number"):
+        System(claims.catalog, workers=0)

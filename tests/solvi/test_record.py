@@ -1,0 +1,126 @@
+"""Records: JSON-ready, canonical, hashed without timings; values converted or refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solvi import Catalog, RecordError, System
+from solvi.record import to_record_value
+
+
+def _system(value: object) -> System:
+    cat = Catalog("values")
+
+    @cat.fn
+    def thing(x: int) -> object:
+        return value
+
+    @cat.rule
+    def answer(thing: object) -> bool:
+        return True
+
+    return System(cat)
+
+
+def test_record_is_json_and_its_hash_ignores_timings(claims: System) -> None:
+    """The record round-trips through JSON; timings are there but not hashed."""
+    res = claims.ask({"policy_id": "P1", "claim": {"amount": 3}})
+    record = res.record
+    assert json.loads(res.to_json()) == record
+    assert record["hash"] == res.hash
+    assert record["answers"]["approve"] == {
+        "status": "decided",
+        "value": True,
+        "reason": "rule approve",
+        "guard": None,
+    }
+    assert {"start_ms", "duration_ms"} <= set(record["steps"][0])
+    again = claims.ask({"policy_id": "P1", "claim": {"amount": 3}})
+    assert again.hash == res.hash
+
+
+def test_hash_is_stable_across_processes() -> None:
+    """A fresh interpreter computes the same hash for the same input."""
+    root = Path(__file__).resolve().parent
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from flows.claims_small import Calls, claims_catalog;"
+        "from solvi import System, Question;"
+        "s = System(claims_catalog(Calls()), [Question('approve', forced=False), 'fast_track']);"
+        "print(s.ask({'policy_id': 'X1', 'claim': {'amount': 7}}).hash)"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    from flows.claims_small import Calls, claims_catalog
+
+    from solvi import Question
+
+    here = System(claims_catalog(Calls()), [Question("approve", forced=False), "fast_track"])
+    assert outs == {here.ask({"policy_id": "X1", "claim": {"amount": 7}}).hash}
+
+
+def test_nan_and_infinities_are_recorded_deliberately() -> None:
+    """JSON has no NaN: non-finite floats get a tagged form, distinct from strings."""
+    res = _system([math.nan, math.inf, -math.inf, 1.5]).ask({"x": 1})
+    assert res.record["values"]["thing"] == [
+        {"$float": "nan"},
+        {"$float": "inf"},
+        {"$float": "-inf"},
+        1.5,
+    ]
+    assert "NaN" not in res.to_json()
+
+
+@dataclasses.dataclass
+class Quote:
+    """A dataclass value."""
+
+    amount: int
+    at: dt.date
+
+
+def test_documented_conversions() -> None:
+    """Tuples, sets, dataclasses, dates convert as documented."""
+    value = {"t": (1, 2), "s": {3, 1}, "q": Quote(5, dt.date(2026, 1, 2))}
+    assert to_record_value(value, "v") == {
+        "t": [1, 2],
+        "s": [1, 3],
+        "q": {"amount": 5, "at": "2026-01-02"},
+    }
+
+
+def test_a_value_without_json_form_names_the_fact() -> None:
+    """An object a record cannot hold raises RecordError naming the fact and the fix."""
+    res = _system({"handle": object()}).ask({"x": 1})
+    assert res["answer"].status == "decided"
+    with pytest.raises(RecordError, match=r"thing\['handle'\] is a builtins.object") as info:
+        _ = res.record
+    assert info.value.fact == "thing"
+    assert "return JSON data" in str(info.value)
+
+
+def test_non_string_dict_keys_are_refused() -> None:
+    """Dict keys must be strings in a record."""
+    res = _system({1: "a"}).ask({"x": 1})
+    with pytest.raises(RecordError, match="string keys"):
+        _ = res.hash
+
+
+def test_show_prints_answers_steps_and_skips(claims: System) -> None:
+    """`show` is a readable view naming answers and skipped parts."""
+    text = claims.ask({"policy_id": "X1", "claim": {}}).show()
+    assert "approve     forced     false     hard check policy_in_force failed" in text
+    assert "points" in text
+    assert "skipped" in text
