@@ -1,0 +1,271 @@
+"""The six checks behind every decision, and the report (channel) each one writes.
+
+Four look at the evidence of one decision (``sources``, ``freshness``, ``agreement``,
+``provenance``); two look at the policy and are computed once per module (``shape`` and
+the progress check ``game``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from grounded_decision.errors import GameTooLarge, ParityUnsolved
+from grounded_decision.evidence import Evidence, EvidenceRules
+from grounded_decision.policy.automata import cycle_rank
+from grounded_decision.policy.parse import Expr, star_height
+from grounded_decision.refs import REF_EGGAN, REF_KARP, REF_TRUFFET_BAN, REF_ZIELONKA
+from grounded_decision.statechart.chart import Statechart
+from grounded_decision.statechart.game import Limits, compile_game
+from grounded_decision.statechart.mean_payoff import MEAN_TOLERANCE, max_mean_payoff
+from grounded_decision.statechart.parity import controller_wins_from_start
+
+__all__ = [
+    "CHECK_NAMES",
+    "QUESTIONS",
+    "TRUST_ALGORITHM",
+    "TRUST_EXACT",
+    "TRUST_OPERATIONAL",
+    "Channel",
+    "Progress",
+    "evidence_checks",
+    "game_check",
+    "shape_check",
+    "solve_progress",
+]
+
+Metric = int | float | bool | str | None
+
+TRUST_OPERATIONAL = "operational"
+"""A threshold applied to the data supplied: only as good as that data and the thresholds."""
+TRUST_EXACT = "exact"
+"""An exhaustive computation over the policy's own graph (reachability, cycle rank)."""
+TRUST_ALGORITHM = "algorithm"
+"""Published algorithms (cited in ``refs``) whose implementation the tests check by brute force."""
+
+CHECK_NAMES = ("sources", "freshness", "agreement", "provenance", "shape", "game")
+"""The six checks, in the order records list them."""
+
+QUESTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "sources": "do enough independent sources support the event?",
+        "freshness": "is the supporting evidence recent enough?",
+        "agreement": "do the observations agree?",
+        "provenance": "can every observation be traced to a known origin?",
+        "shape": "is every state reachable, with an action to propose?",
+        "game": "can the policy keep making progress (parity win, nonnegative mean)?",
+    }
+)
+"""One line per check: the question it answers."""
+
+
+def _freeze(metrics: Mapping[str, Metric]) -> Mapping[str, Metric]:
+    return MappingProxyType(dict(metrics))
+
+
+@attrs.frozen
+class Channel:
+    """The report of one check inside a decision record.
+
+    Parameters:
+        name: one of ``CHECK_NAMES``.
+        passed: whether the check passed.
+        summary: one line saying what was found.
+        metrics: the numbers behind the summary (JSON scalars).
+        trust: what backs a pass: ``operational``, ``exact`` or ``algorithm``.
+        refs: keys of ``grounded_decision.refs.REFS`` the report cites.
+    """
+
+    name: str
+    passed: bool
+    summary: str
+    metrics: Mapping[str, Metric] = attrs.field(converter=_freeze, hash=False)
+    trust: str
+    refs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "summary": self.summary,
+            "metrics": dict(self.metrics),
+            "trust": self.trust,
+            "refs": list(self.refs),
+        }
+
+
+def evidence_checks(evidence: Evidence, rules: EvidenceRules) -> tuple[Channel, ...]:
+    """Run the four evidence checks on one decision's evidence."""
+    observations = evidence.observations
+    supporting = [obs for obs in observations if obs.supports]
+    sources = sorted({obs.source for obs in supporting})
+    enough = len(sources) >= rules.min_sources
+    sources_channel = Channel(
+        name="sources",
+        passed=enough,
+        summary=(
+            f"{len(sources)} independent source{'' if len(sources) == 1 else 's'}"
+            f" support{'s' if len(sources) == 1 else ''} the event (need {rules.min_sources})"
+        ),
+        metrics={"supporting_sources": len(sources), "min_sources": rules.min_sources},
+        trust=TRUST_OPERATIONAL,
+    )
+    oldest = max((obs.age_s for obs in supporting), default=None)
+    fresh = oldest is not None and oldest <= rules.max_age_s
+    freshness = Channel(
+        name="freshness",
+        passed=fresh,
+        summary=(
+            "no supporting observation to date"
+            if oldest is None
+            else f"oldest supporting observation is {oldest:g} s old (limit {rules.max_age_s:g} s)"
+        ),
+        metrics={"oldest_age_s": oldest, "max_age_s": rules.max_age_s},
+        trust=TRUST_OPERATIONAL,
+    )
+    share = len(supporting) / len(observations) if observations else 0.0
+    agreement = Channel(
+        name="agreement",
+        passed=bool(observations) and share >= rules.min_agreement,
+        summary=(
+            f"{len(supporting)} of {len(observations)} observations support the event"
+            f" (need {rules.min_agreement:.0%})"
+        ),
+        metrics={
+            "supporting": len(supporting),
+            "observations": len(observations),
+            "min_agreement": rules.min_agreement,
+        },
+        trust=TRUST_OPERATIONAL,
+    )
+    untraced = sorted({obs.source for obs in observations if not obs.provenance})
+    unknown = (
+        []
+        if rules.known_sources is None
+        else sorted({obs.source for obs in observations} - rules.known_sources)
+    )
+    problems = [f"no provenance from {', '.join(untraced)}"] if untraced else []
+    problems += [f"unknown sources: {', '.join(unknown)}"] if unknown else []
+    traced = bool(observations) and not problems
+    provenance = Channel(
+        name="provenance",
+        passed=traced,
+        summary=(
+            "; ".join(problems)
+            if problems
+            else (
+                f"all {len(observations)} observations carry a provenance"
+                if observations
+                else "no observations"
+            )
+        ),
+        metrics={"untraced": len(untraced), "unknown": len(unknown)},
+        trust=TRUST_OPERATIONAL,
+    )
+    return sources_channel, freshness, agreement, provenance
+
+
+def shape_check(chart: Statechart, expr: Expr | None = None) -> Channel:
+    """Check the policy's shape: every state reachable from the start, an action reachable.
+
+    Also reports the expression's star height (text policies) and the cycle rank of the
+    chart's graph, which bounds the star height of the language it accepts.
+    """
+    start = chart.initial
+    reached = [start]
+    seen = {start}
+    for state in reached:
+        for move in chart.outgoing(state):
+            if move.target not in seen:
+                seen.add(move.target)
+                reached.append(move.target)
+    unreachable = [name for name in chart.states() if name not in seen]
+    actions = sum(1 for name in reached if chart.action_of(name) is not None)
+    rank = cycle_rank({name: [m.target for m in chart.outgoing(name)] for name in reached})
+    height = None if expr is None else star_height(expr)
+    problems = []
+    if unreachable:
+        names = ", ".join(repr(name) for name in unreachable)
+        problems.append(f"unreachable from {start!r}: {names}")
+    if actions == 0:
+        problems.append("no reachable state proposes an action")
+    summary = (
+        "; ".join(problems)
+        if problems
+        else f"{len(reached)} states, all reachable; {actions} propose an action"
+    )
+    return Channel(
+        name="shape",
+        passed=not problems,
+        summary=summary,
+        metrics={
+            "states": len(chart.states()),
+            "unreachable": len(unreachable),
+            "action_states": actions,
+            "star_height": height,
+            "cycle_rank": rank,
+        },
+        trust=TRUST_EXACT,
+        refs=(REF_EGGAN.key, REF_TRUFFET_BAN.key),
+    )
+
+
+@attrs.frozen
+class Progress:
+    """The progress check's result, computed once per module.
+
+    Parameters:
+        parity_win: the controller wins the parity game from the start.
+        nonnegative_mean: the best reachable cycle mean is at least ``-1e-12``.
+        best_mean: that best cycle mean, or ``None`` when a solver refused.
+        vertices: number of game vertices.
+        summary: ``parity_win=... nonnegative_mean=...``, or the refusal's message.
+        refused: whether a solver refused (too large or too deep).
+    """
+
+    parity_win: bool
+    nonnegative_mean: bool
+    best_mean: float | None
+    vertices: int
+    summary: str
+    refused: bool
+
+    @property
+    def passed(self) -> bool:
+        """Both parts hold."""
+        return self.parity_win and self.nonnegative_mean
+
+
+def solve_progress(chart: Statechart, limits: Limits) -> Progress:
+    """Compile the chart's game and solve both parts; a solver refusal fails both."""
+    try:
+        game = compile_game(chart, limits)
+        parity_win = controller_wins_from_start(game, limits)
+        best = max_mean_payoff(game, limits)
+    except (GameTooLarge, ParityUnsolved) as exc:
+        return Progress(False, False, None, len(chart.states()), str(exc), refused=True)
+    nonnegative = best >= -MEAN_TOLERANCE
+    summary = f"parity_win={parity_win} nonnegative_mean={nonnegative}"
+    return Progress(parity_win, nonnegative, best, len(game), summary, refused=False)
+
+
+def game_check(progress: Progress) -> Channel:
+    """Turn a ``Progress`` into the ``game`` channel."""
+    return Channel(
+        name="game",
+        passed=progress.passed,
+        summary=progress.summary,
+        metrics={
+            "parity_win": progress.parity_win,
+            "nonnegative_mean": progress.nonnegative_mean,
+            "best_mean": progress.best_mean,
+            "vertices": progress.vertices,
+            "refused": progress.refused,
+        },
+        trust=TRUST_ALGORITHM if progress.passed else TRUST_OPERATIONAL,
+        refs=(REF_ZIELONKA.key, REF_KARP.key, REF_TRUFFET_BAN.key),
+    )

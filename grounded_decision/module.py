@@ -1,0 +1,274 @@
+"""A policy module: steps a chart per entity and decides, with six checks, to act or abstain."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from grounded_decision.checks import (
+    CHECK_NAMES,
+    Channel,
+    Progress,
+    evidence_checks,
+    game_check,
+    shape_check,
+    solve_progress,
+)
+from grounded_decision.errors import EvidenceError, RecordError
+from grounded_decision.evidence import Evidence, EvidenceRules
+from grounded_decision.policy.automata import compile_policy, dfa_to_statechart
+from grounded_decision.policy.parse import Expr
+from grounded_decision.statechart.chart import Statechart
+from grounded_decision.statechart.game import Limits
+
+__all__ = ["Decision", "Event", "Module", "Verdict"]
+
+
+class Verdict(enum.Enum):
+    """What a decision says: act on the proposed action, or abstain."""
+
+    ACT = "act"
+    ABSTAIN = "abstain"
+
+
+@attrs.frozen
+class Event:
+    """Something that happened to an entity (a ticket, an incident, a payment).
+
+    Parameters:
+        name: the event, as the chart's transitions name it.
+        entity: which entity it happened to; each entity has its own current state.
+    """
+
+    name: str
+    entity: str = "default"
+
+
+def _freeze_extras(extras: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(extras))
+
+
+@attrs.frozen
+class Decision:
+    """The record of one decision; round-trips through JSON exactly.
+
+    Parameters:
+        module: the module's name.
+        event: the event decided on.
+        entity: the entity it concerned.
+        from_state: the entity's state before the event.
+        verdict: ``Verdict.ACT`` when every check passed and an action is proposed.
+        proposed_action: what the state reached proposes (recorded even on abstain).
+        reason: why: the failing checks' summaries, or why nothing is proposed.
+        extras: ``{"state": <state reached>}``.
+        channels: the six check reports, in ``CHECK_NAMES`` order.
+    """
+
+    module: str
+    event: str
+    entity: str
+    from_state: str
+    verdict: Verdict
+    proposed_action: str | None
+    reason: str
+    extras: Mapping[str, str] = attrs.field(converter=_freeze_extras, hash=False)
+    channels: tuple[Channel, ...]
+
+    def channel(self, name: str) -> Channel:
+        """Return the report of the check called ``name``.
+
+        Raises:
+            KeyError: when no check has that name.
+        """
+        for channel in self.channels:
+            if channel.name == name:
+                return channel
+        msg = f"no check named {name!r}; checks are {', '.join(CHECK_NAMES)}"
+        raise KeyError(msg)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "module": self.module,
+            "event": self.event,
+            "entity": self.entity,
+            "from_state": self.from_state,
+            "verdict": self.verdict.value,
+            "proposed_action": self.proposed_action,
+            "reason": self.reason,
+            "extras": dict(self.extras),
+            "channels": [channel.to_dict() for channel in self.channels],
+        }
+
+    def to_json(self) -> str:
+        """Return the record as canonical JSON (sorted keys)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        """Rebuild a record from ``to_dict`` output.
+
+        Raises:
+            RecordError: when a field is missing or has the wrong type.
+        """
+        try:
+            channels = tuple(
+                Channel(
+                    name=item["name"],
+                    passed=item["passed"],
+                    summary=item["summary"],
+                    metrics=item["metrics"],
+                    trust=item["trust"],
+                    refs=tuple(item["refs"]),
+                )
+                for item in data["channels"]
+            )
+            return cls(
+                module=data["module"],
+                event=data["event"],
+                entity=data["entity"],
+                from_state=data["from_state"],
+                verdict=Verdict(data["verdict"]),
+                proposed_action=data["proposed_action"],
+                reason=data["reason"],
+                extras=data["extras"],
+                channels=channels,
+            )
+        except KeyError as exc:
+            msg = f"decision record is missing field {exc.args[0]!r}; pass Decision.to_dict output"
+            raise RecordError(msg) from exc
+        except (TypeError, ValueError) as exc:
+            msg = f"decision record has a malformed field: {exc}"
+            raise RecordError(msg) from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> Decision:
+        """Rebuild a record from ``to_json`` output.
+
+        Raises:
+            RecordError: when the text is not JSON or a field is missing or malformed.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            msg = f"decision record is not valid JSON: {exc}"
+            raise RecordError(msg) from exc
+        if not isinstance(data, dict):
+            msg = f"decision record must be a JSON object, got {type(data).__name__}"
+            raise RecordError(msg)
+        return cls.from_dict(data)
+
+
+class Module:
+    """A policy that decides, per entity, whether to act on what its chart proposes.
+
+    The chart's game is compiled and solved once, here; each ``decide`` then steps the
+    entity's state and runs the four evidence checks. A module owns the current state of
+    every entity it has seen, so give each workflow its own module.
+
+    Parameters:
+        name: the module's name, written into every record.
+        chart: the policy; validated here.
+        limits: solver budgets; beyond them every decision abstains with the solver's message.
+        rules: thresholds of the evidence checks.
+        expr: the text policy the chart came from, if any (for the shape report).
+
+    Raises:
+        ChartError: when the chart does not validate.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        chart: Statechart,
+        limits: Limits | None = None,
+        *,
+        rules: EvidenceRules | None = None,
+        expr: Expr | None = None,
+    ) -> None:
+        self.name = name
+        self.chart = chart.validate()
+        self.limits = limits or Limits()
+        self.rules = rules or EvidenceRules()
+        self.expr = expr
+        self.progress: Progress = solve_progress(self.chart, self.limits)
+        self._policy_channels = (shape_check(self.chart, expr), game_check(self.progress))
+        self._states: dict[str, str] = {}
+
+    @classmethod
+    def from_expr(
+        cls,
+        name: str,
+        expr: Expr,
+        limits: Limits | None = None,
+        *,
+        rules: EvidenceRules | None = None,
+    ) -> Module:
+        """Build a module from a parsed text policy (see ``grounded_decision.parse``).
+
+        Raises:
+            PolicyCompileError: when the policy would propose two actions at once.
+        """
+        chart = dfa_to_statechart(compile_policy(expr), name)
+        return cls(name, chart, limits, rules=rules, expr=expr)
+
+    @property
+    def policy_channels(self) -> tuple[Channel, ...]:
+        """The ``shape`` and ``game`` reports, computed once when the module was built."""
+        return self._policy_channels
+
+    def state_of(self, entity: str = "default") -> str:
+        """Return the current state of an entity (the initial state if it is new)."""
+        return self._states.get(entity, self.chart.initial)
+
+    def reset(self, entity: str = "default") -> None:
+        """Forget an entity, so its next event starts from the initial state."""
+        self._states.pop(entity, None)
+
+    def decide(self, event: Event, evidence: Evidence) -> Decision:
+        """Step the entity's state on ``event`` and decide whether to act.
+
+        An event the current state does not handle leaves the entity where it is and
+        proposes nothing. The verdict is ``act`` only when all six checks pass and the state
+        reached proposes an action.
+
+        Raises:
+            EvidenceError: when ``evidence`` is not an ``Evidence``.
+        """
+        if not isinstance(evidence, Evidence):
+            msg = (
+                f"decide needs an Evidence, got {type(evidence).__name__};"
+                " build one with Evidence([Observation(...), ...])"
+            )
+            raise EvidenceError(msg)
+        current = self.state_of(event.entity)
+        move = self.chart.transition(current, event.name)
+        reached = current if move is None else move.target
+        self._states[event.entity] = reached
+        proposed = None if move is None else self.chart.action_of(reached)
+        channels = (*evidence_checks(evidence, self.rules), *self._policy_channels)
+        reasons = [channel.summary for channel in channels if not channel.passed]
+        if move is None:
+            reasons.append(
+                f"event {event.name!r} is not handled in state {current!r}; nothing proposed"
+            )
+        elif proposed is None:
+            reasons.append(f"state {reached!r} proposes no action")
+        verdict = Verdict.ABSTAIN if reasons else Verdict.ACT
+        reason = "; ".join(reasons) if reasons else f"all six checks passed; propose {proposed!r}"
+        return Decision(
+            module=self.name,
+            event=event.name,
+            entity=event.entity,
+            from_state=current,
+            verdict=verdict,
+            proposed_action=proposed,
+            reason=reason,
+            extras={"state": reached},
+            channels=channels,
+        )

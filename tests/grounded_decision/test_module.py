@@ -1,0 +1,344 @@
+"""Module.decide: the authors' tables, limits, verdict rules, records and evidence checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grounded_decision import (
+    CHECK_NAMES,
+    REFS,
+    Decision,
+    Event,
+    Evidence,
+    EvidenceError,
+    EvidenceRules,
+    Limits,
+    Module,
+    Observation,
+    RecordError,
+    Statechart,
+    Verdict,
+    parse,
+)
+from grounded_decision.examples.common import (
+    conflicting_evidence,
+    single_source_evidence,
+    stale_evidence,
+    two_path_module,
+    untraced_evidence,
+    well_corroborated_evidence,
+)
+
+AUTHOR_CHARTS: list[tuple[str, str, Statechart, str, str]] = [
+    (
+        "odd_paging_reachable",
+        "alert",
+        Statechart("pager")
+        .state("watch", initial=True)
+        .state("paging", action="page_oncall", priority=1)
+        .on("watch", "alert", "paging"),
+        "abstain",
+        "parity_win=False nonnegative_mean=True",
+    ),
+    (
+        "every_state_costly",
+        "fail",
+        Statechart("retries")
+        .state("queued", initial=True, payoff=-1.0)
+        .state("retrying", action="retry", payoff=-2.0)
+        .on("queued", "fail", "retrying")
+        .on("retrying", "fail", "queued"),
+        "abstain",
+        "parity_win=True nonnegative_mean=False",
+    ),
+    (
+        "retry_forever",
+        "fail",
+        Statechart("retries")
+        .state("submitted", initial=True)
+        .state("retrying", action="retry", priority=1)
+        .state("closed", action="close")
+        .on("submitted", "fail", "retrying")
+        .on("retrying", "fail", "retrying"),
+        "abstain",
+        "parity_win=False nonnegative_mean=True",
+    ),
+    (
+        "retry_or_close",
+        "fail",
+        Statechart("retries")
+        .state("submitted", initial=True)
+        .state("retrying", action="retry", priority=1)
+        .state("closed", action="close")
+        .on("submitted", "fail", "retrying")
+        .on("retrying", "fail", "retrying")
+        .on("retrying", "give_up", "closed"),
+        "act",
+        "parity_win=True nonnegative_mean=True",
+    ),
+    (
+        "retry_customer_decides",
+        "fail",
+        Statechart("retries")
+        .state("submitted", initial=True)
+        .state("retrying", action="retry", priority=1, environment=True)
+        .state("closed", action="close")
+        .on("submitted", "fail", "retrying")
+        .on("retrying", "fail", "retrying")
+        .on("retrying", "give_up", "closed"),
+        "abstain",
+        "parity_win=False nonnegative_mean=True",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "event", "chart", "verdict", "summary"),
+    AUTHOR_CHARTS,
+    ids=[row[0] for row in AUTHOR_CHARTS],
+)
+def test_authors_chart_table(
+    label: str, event: str, chart: Statechart, verdict: str, summary: str
+) -> None:
+    """Each of the five charts gives the documented verdict and game summary."""
+    module = Module(name=label, chart=chart.validate())
+    record = module.decide(Event(event), well_corroborated_evidence())
+    game = record.channel("game")
+    assert (record.verdict.value, game.summary) == (verdict, summary)
+    assert game.passed is (verdict == "act")
+
+
+TEXT_POLICIES = [
+    ("ping_forever", "(test(ping))*", False, "parity_win=False nonnegative_mean=True"),
+    (
+        "ping_then_page",
+        "(test(ping))* ; test(alert) ; act(page)",
+        True,
+        "parity_win=True nonnegative_mean=True",
+    ),
+    ("one_shot", "test(suspicious) ; act(block)", True, "parity_win=True nonnegative_mean=True"),
+    (
+        "repeat_cycle",
+        "(test(request) ; test(approved) ; act(grant))*",
+        True,
+        "parity_win=True nonnegative_mean=True",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "passed", "summary"), TEXT_POLICIES, ids=[row[0] for row in TEXT_POLICIES]
+)
+def test_authors_text_policy_table(label: str, text: str, passed: bool, summary: str) -> None:
+    """Each of the four text policies gives the documented game result and summary."""
+    module = Module.from_expr(label, parse(text))
+    game = module.policy_channels[1]
+    assert (game.name, game.passed, game.summary) == ("game", passed, summary)
+
+
+def _two_state(limits: Limits) -> Module:
+    chart = Statechart("k").state("a", initial=True).state("b", action="notify").on("a", "go", "b")
+    return Module(name="k", chart=chart, limits=limits)
+
+
+def test_game_vertex_limit_abstains_with_the_solver_message() -> None:
+    """A chart above max_game_vertices still steps, records the proposal and abstains."""
+    record = _two_state(Limits(max_game_vertices=1)).decide(
+        Event("go"), well_corroborated_evidence()
+    )
+    assert record.verdict is Verdict.ABSTAIN
+    assert record.reason == "2 vertices exceed limit 1"
+    assert record.extras == {"state": "b"}
+    assert record.proposed_action == "notify"
+    assert record.channel("game").metrics["refused"] is True
+
+
+def test_mean_payoff_limit_abstains_with_the_solver_message() -> None:
+    """A chart above max_karp_vertices abstains with the mean-payoff message."""
+    record = _two_state(Limits(max_karp_vertices=1)).decide(
+        Event("go"), well_corroborated_evidence()
+    )
+    assert record.reason == "2 vertices exceed the mean-payoff limit 1"
+    assert record.extras == {"state": "b"}
+    game = record.channel("game")
+    assert (game.metrics["parity_win"], game.metrics["nonnegative_mean"]) == (False, False)
+
+
+def test_parity_depth_limit_abstains() -> None:
+    """A recursion deeper than max_parity_depth makes every decision abstain."""
+    chart = (
+        Statechart("d")
+        .state("a", initial=True)
+        .state("b", action="x", priority=1)
+        .on("a", "go", "b")
+        .on("a", "wait", "a")
+        .on("b", "back", "a")
+    )
+    record = Module(name="d", chart=chart, limits=Limits(max_parity_depth=1)).decide(
+        Event("go"), well_corroborated_evidence()
+    )
+    assert record.reason == "parity recursion deeper than limit 1"
+
+
+def test_game_is_solved_once_not_per_event() -> None:
+    """The progress result stays the one computed from the initial state as the chart moves."""
+    module = two_path_module()
+    first = module.decide(Event("routine"), well_corroborated_evidence()).channel("game")
+    later = module.decide(Event("hold"), well_corroborated_evidence()).channel("game")
+    assert first == later
+    assert module.progress.best_mean == 0.0
+
+
+def test_unhandled_event_leaves_the_entity_and_proposes_nothing() -> None:
+    """An event the state does not handle keeps the state and abstains with the reason."""
+    module = Module.from_expr(
+        "access", parse("(test(request) ; test(manager_approved) ; act(grant))*")
+    )
+    record = module.decide(Event("manager_approved", entity="bob"), well_corroborated_evidence())
+    assert record.verdict is Verdict.ABSTAIN
+    assert (
+        record.reason == "event 'manager_approved' is not handled in state 's0'; nothing proposed"
+    )
+    assert record.extras == {"state": "s0"}
+    assert record.proposed_action is None
+
+
+def test_entities_have_independent_states() -> None:
+    """Events for one entity do not move another."""
+    module = two_path_module()
+    module.decide(Event("routine", entity="x"), well_corroborated_evidence())
+    assert module.state_of("x") == "auto"
+    assert module.state_of("y") == "intake"
+    module.reset("x")
+    assert module.state_of("x") == "intake"
+
+
+def test_state_without_action_abstains() -> None:
+    """Reaching a state that proposes nothing abstains even when every check passes."""
+    module = two_path_module()
+    module.decide(Event("routine"), well_corroborated_evidence())
+    record = module.decide(Event("hold"), well_corroborated_evidence())
+    assert record.verdict is Verdict.ABSTAIN
+    assert record.reason == "state 'hold' proposes no action"
+    assert all(channel.passed for channel in record.channels)
+
+
+def test_act_needs_all_six_checks_and_a_proposal() -> None:
+    """With healthy evidence on a passing chart the verdict is act, with six passing channels."""
+    record = two_path_module().decide(Event("routine"), well_corroborated_evidence())
+    assert record.verdict is Verdict.ACT
+    assert record.proposed_action == "auto_approve"
+    assert tuple(channel.name for channel in record.channels) == CHECK_NAMES
+    assert record.reason == "all six checks passed; propose 'auto_approve'"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "failing", "summary"),
+    [
+        (single_source_evidence(), "sources", "1 independent source supports the event (need 2)"),
+        (
+            stale_evidence(),
+            "freshness",
+            "oldest supporting observation is 7200 s old (limit 900 s)",
+        ),
+        (conflicting_evidence(), "agreement", "2 of 4 observations support the event (need 75%)"),
+        (untraced_evidence(), "provenance", "no provenance from hallway_chat"),
+    ],
+)
+def test_each_evidence_check_fails_on_its_own_flaw(
+    evidence: Evidence, failing: str, summary: str
+) -> None:
+    """Each flawed evidence set fails exactly its check, and the reason is that summary."""
+    record = two_path_module().decide(Event("routine"), evidence)
+    failed = [channel.name for channel in record.channels if not channel.passed]
+    assert failed == [failing]
+    assert record.reason == summary
+    assert record.verdict is Verdict.ABSTAIN
+
+
+def test_empty_evidence_fails_all_four_evidence_checks() -> None:
+    """No observations at all fails every evidence check."""
+    record = two_path_module().decide(Event("routine"), Evidence(()))
+    assert [c.name for c in record.channels if not c.passed] == list(CHECK_NAMES[:4])
+
+
+def test_known_sources_rule() -> None:
+    """With known_sources set, a source outside it fails provenance."""
+    module = Module(
+        name="t",
+        chart=two_path_module().chart,
+        rules=EvidenceRules(known_sources=frozenset({"monitoring", "service_logs"})),
+    )
+    record = module.decide(Event("routine"), well_corroborated_evidence())
+    assert record.channel("provenance").summary == "unknown sources: on_call_note"
+
+
+def test_trust_and_refs_are_honest() -> None:
+    """Game passes cite the published algorithms and the absent elimination step."""
+    record = two_path_module().decide(Event("routine"), well_corroborated_evidence())
+    game, shape = record.channel("game"), record.channel("shape")
+    assert game.trust == "algorithm"
+    assert game.refs == ("zielonka-1998", "karp-1978", "no-tropical-elimination")
+    assert "no-tropical-elimination" in shape.refs
+    assert all(ref in REFS for channel in record.channels for ref in channel.refs)
+    assert "counterexample" in REFS["no-tropical-elimination"].note
+    assert {c.trust for c in record.channels[:4]} == {"operational"}
+    failing = Module(name="f", chart=AUTHOR_CHARTS[0][2]).policy_channels[1]
+    assert failing.trust == "operational"
+
+
+def test_shape_reports_unreachable_states_and_star_height() -> None:
+    """The shape check names unreachable states; text policies report star height."""
+    module = Module(name="r", chart=AUTHOR_CHARTS[2][2])
+    shape = module.policy_channels[0]
+    assert (shape.passed, shape.summary) == (False, "unreachable from 'submitted': 'closed'")
+    text = Module.from_expr("p", parse("(test(ping))* ; test(alert) ; act(page)"))
+    metrics = text.policy_channels[0].metrics
+    assert (metrics["star_height"], metrics["cycle_rank"]) == (1, 1)
+
+
+def test_record_round_trips_through_json_exactly() -> None:
+    """Decision.from_json(to_json()) equals the record, and the JSON is stable."""
+    record = two_path_module().decide(Event("escalation", entity="c"), stale_evidence())
+    again = Decision.from_json(record.to_json())
+    assert again == record
+    assert again.to_json() == record.to_json()
+    assert json.loads(record.to_json())["extras"] == {"state": "review"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "must be a JSON object"),
+        ("{", "not valid JSON"),
+        ('{"module": "m"}', "missing field 'channels'"),
+    ],
+)
+def test_malformed_records_raise_record_error(text: str, message: str) -> None:
+    """Reading a broken record names what is wrong."""
+    with pytest.raises(RecordError, match=message):
+        Decision.from_json(text)
+
+
+def test_decide_rejects_non_evidence() -> None:
+    """Passing something other than Evidence raises EvidenceError with the fix."""
+    with pytest.raises(EvidenceError, match=r"decide needs an Evidence, got dict"):
+        two_path_module().decide(Event("routine"), {})  # type: ignore[arg-type]  # the wrong type is the point
+
+
+def test_observation_validates_its_fields() -> None:
+    """Negative ages and empty sources are refused at construction."""
+    with pytest.raises(EvidenceError, match="age_s must be a finite number of seconds >= 0"):
+        Observation("m", age_s=-1.0)
+    with pytest.raises(EvidenceError, match="source must be a non-empty string"):
+        Observation("")
+
+
+def test_evidence_dict_round_trip() -> None:
+    """Evidence survives to_dict / from_dict."""
+    evidence = well_corroborated_evidence()
+    assert Evidence.from_dict(json.loads(json.dumps(evidence.to_dict()))) == evidence
+    with pytest.raises(EvidenceError, match="needs an 'observations' list"):
+        Evidence.from_dict({})
