@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from solvi.catalog import Catalog, Part
+from solvi.costs import CostBook, PartCost
 from solvi.errors import CatalogError, PlanError, RecordError, SolviError
 from solvi.flow import Flow
 from solvi.question import UNSET, Question
@@ -15,9 +16,11 @@ __all__ = [
     "Answer",
     "Catalog",
     "CatalogError",
+    "CostBook",
     "DeterministicStrategist",
     "Flow",
     "Part",
+    "PartCost",
     "PlanError",
     "Question",
     "RecordError",

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from solvi.catalog import Part
+from solvi.schedule import Cause
 
 __all__: list[str] = []
 
@@ -92,3 +93,10 @@ def call_sync(part: Part, args: tuple[Any, ...], timeout: float | None) -> Any:
     if timeout is None:
         return part.func(*args)
     return _run_in_daemon_thread(partial(part.func, *args), timeout)
+
+
+def cause_of(exc: BaseException, part_name: str, fact: str) -> Cause:
+    """The Cause a part's exception becomes: a timeout, or an error with its type."""
+    if isinstance(exc, PartTimeout):
+        return Cause("timeout", part_name, fact, str(exc))
+    return Cause("error", part_name, fact, f"{type(exc).__name__}: {exc}")

@@ -6,8 +6,8 @@ import queue
 from concurrent.futures import Executor
 from time import perf_counter
 
-from solvi.calls import PartTimeout, call_sync
-from solvi.program import ARITY_NONE, ARITY_ONE, Node
+from solvi.calls import call_sync, cause_of
+from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
 from solvi.schedule import OK, Attempt, Cause, Run
 
 __all__: list[str] = []
@@ -20,29 +20,19 @@ def run_node(run: Run, node: Node) -> None:
         run.block(node, cause)
         return
     vals = run.vals
-    attempts = run.attempts
     for tried, part in enumerate(node.parts):
         args = tuple(vals[i] for i in part.inputs)
-        timeout = part.timeout if part.timeout is not None else run.timeout
         start = perf_counter()
         try:
-            value = call_sync(part, args, timeout)
-        except PartTimeout as exc:
-            end = perf_counter()
-            cause = Cause("timeout", part.name, node.fact, str(exc))
+            value = call_sync(part, args, effective_timeout(part, run.timeout))
         except Exception as exc:
-            end = perf_counter()
-            cause = Cause("error", part.name, node.fact, f"{type(exc).__name__}: {exc}")
+            if run.called(
+                node, tried, start, perf_counter(), None, cause_of(exc, part.name, node.fact)
+            ):
+                return
         else:
-            end = perf_counter()
-            attempts.append(Attempt(node.index, part.name, node.fact, start, end, "ok"))
-            run.succeed(node, value, tried)
-            return
-        attempts.append(
-            Attempt(node.index, part.name, node.fact, start, end, cause.kind, cause.message)
-        )
-    assert cause is not None  # a node has at least one producer
-    run.fail(node, cause)
+            if run.called(node, tried, start, perf_counter(), value, None):
+                return
 
 
 def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> None:
@@ -50,14 +40,13 @@ def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> 
     vals = run.vals
     attempts = run.attempts
     status = run.status
-    inline = run.timeout is None
     for index in phase:
         node = nodes[index]
         if filter_wanted and not node.qmask & run.open_mask:
             run.skip_unneeded(node)
             continue
-        if inline and node.simple and not run.causes:
-            # The fast path: one sync producer, nothing missing, no timeout.
+        if node.simple and not run.causes:
+            # The fast path: one plain sync producer and nothing missing.
             arity = node.arity
             func = node.func
             start = perf_counter()

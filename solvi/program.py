@@ -13,6 +13,22 @@ from solvi.question import UNSET
 
 __all__: list[str] = []
 
+
+def effective_timeout(part: Part, request_timeout: float | None) -> float | None:
+    """The seconds a call of `part` may take.
+
+    A part's own `timeout=` always applies. The request's (or System's) timeout
+    applies only to parts that can be abandoned cheaply: async parts and
+    `blocking=True` parts, which run in a worker thread. A plain sync part runs
+    inline and is bounded only by a `timeout=` of its own.
+    """
+    if part.timeout is not None:
+        return part.timeout
+    if part.is_async or part.blocking:
+        return request_timeout
+    return None
+
+
 #: How a node is called on the fast path: no inputs, one input, or several.
 ARITY_NONE, ARITY_ONE, ARITY_MANY = 0, 1, 2
 
@@ -32,7 +48,8 @@ class Node:
     qmask: int
     is_check: bool
     is_hard_check: bool
-    #: one sync producer with no timeout of its own: called inline on the fast path
+    #: one plain sync producer (not async, not blocking, no timeout of its own):
+    #: called inline on the fast path, never interrupted
     simple: bool
     has_async: bool
     func: Any
@@ -81,7 +98,9 @@ def compile_flow(flow: Flow) -> Program:
     nodes: list[Node] = []
     for n in flow.nodes:
         only = n.parts[0] if len(n.parts) == 1 else None
-        simple = only is not None and not only.is_async and only.timeout is None
+        simple = (
+            only is not None and not only.is_async and not only.blocking and only.timeout is None
+        )
         inputs = only.inputs if only is not None else n.inputs
         arity = ARITY_NONE if not inputs else ARITY_ONE if len(inputs) == 1 else ARITY_MANY
         getter = itemgetter(*inputs) if arity == ARITY_MANY else None

@@ -98,9 +98,31 @@ class Run:
                 return self.causes[d]
         return None
 
-    def timeout_for(self, part_timeout: float | None) -> float | None:
-        """A part's own timeout, else the request's."""
-        return part_timeout if part_timeout is not None else self.timeout
+    # -- after a call ---------------------------------------------------------
+
+    def called(
+        self, node: Node, tried: int, start: float, end: float, value: Any, cause: Cause | None
+    ) -> bool:
+        """Note one call of the node's `tried`-th producer; True when the node is done."""
+        part = node.parts[tried]
+        if cause is None:
+            self.attempts.append(Attempt(node.index, part.name, node.fact, start, end, "ok"))
+            self.succeed(node, value, tried)
+            return True
+        self.attempts.append(
+            Attempt(node.index, part.name, node.fact, start, end, cause.kind, cause.message)
+        )
+        if tried + 1 == len(node.parts):
+            self.fail(node, cause)
+            return True
+        return False
+
+    def discard(self, node: Node) -> None:
+        """Forget a node that ran speculatively but turned out unnecessary."""
+        self.vals.pop(node.fact, None)
+        self.causes.pop(node.index, None)
+        self.attempts = [a for a in self.attempts if a.node != node.index]
+        self.skip_unneeded(node)
 
     # -- after a node ran --------------------------------------------------
 
@@ -169,11 +191,11 @@ class Run:
                 self.open_mask &= ~(1 << slot.index)
                 break
 
-    def close_blocked(self) -> None:
-        """Questions the plan could not answer need nothing at run time."""
-        for slot in self.program.questions:
-            if slot.blocked is not None:
-                self.open_mask &= ~(1 << slot.index)
+    def drop_unneeded(self) -> None:
+        """After speculation: forget every later-phase node no open question needs."""
+        for node in self.program.nodes:
+            if node.phase == 1 and not node.qmask & self.open_mask:
+                self.discard(node)
 
 
 def _describe(cause: Cause) -> str:

@@ -8,7 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
 from typing import Any
 
+import anyio
+
+from solvi.aexecute import run_async
 from solvi.catalog import Catalog
+from solvi.costs import CostBook
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_threaded
 from solvi.flow import Flow
@@ -44,6 +48,7 @@ class System:
         early_exit: skip what a failed hard check made unnecessary.
         strategist: the planner (default `DeterministicStrategist()`).
         logger: a structlog logger for request and step events (default: none).
+        threads: at most this many worker threads for `blocking=True` parts under `aask`.
 
     Raises:
         PlanError: a question names a rule, fact or part the catalog lacks.
@@ -60,11 +65,13 @@ class System:
         early_exit: bool = True,
         strategist: Strategist | None = None,
         logger: Any = None,
+        threads: int = 16,
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
             raise TypeError(msg)
         _check_positive("workers", workers, integer=True)
+        _check_positive("threads", threads, integer=True)
         if timeout is not None:
             _check_positive("timeout", timeout)
         self.catalog = catalog
@@ -83,6 +90,9 @@ class System:
         self.name = catalog.name
         self.version = catalog.version
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
+        self.cost_book = CostBook()
+        self.threads = threads
+        self._limiter: anyio.CapacityLimiter | None = None
         self._programs: dict[frozenset[str], Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
@@ -208,6 +218,49 @@ class System:
             run_threaded(run, self._pool(n))
         return self._finish(run)
 
+    async def aask(
+        self,
+        state: Mapping[str, Any],
+        *,
+        early_exit: bool | None = None,
+        speculate: bool = False,
+        timeout: float | None = None,
+    ) -> Response:
+        """Answer every question for one request on the running event loop.
+
+        Steps start as soon as the steps they read are done, all concurrently,
+        in the phases of `ask` (hard checks and what they read first), so no
+        call starts that `ask` would not make. The Response, its record and
+        its hash equal those of `ask` on the same input.
+
+        Args:
+            state: the request's facts by name.
+            early_exit: override the System's setting for this request.
+            speculate: start every step as soon as its inputs are ready, and
+                cancel the calls a failed hard check makes unnecessary.
+            timeout: seconds, for async and blocking parts without their own.
+
+        Raises:
+            TypeError: `state` is not a mapping with string keys.
+        """
+        if not isinstance(state, dict):
+            state = self._as_state(state)
+        program = self._programs.get(frozenset(state))
+        if program is None:
+            self._as_state(state)
+            program = self._program(frozenset(state))
+        run = Run(
+            program,
+            state,
+            early_exit=self.early_exit if early_exit is None else early_exit,
+            timeout=self.timeout if timeout is None else timeout,
+            started=perf_counter(),
+        )
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.threads)
+        await run_async(run, self._limiter, self.cost_book, speculate=speculate and run.early_exit)
+        return self._finish(run)
+
     def ask_text(self, text: str, **options: Any) -> Response:
         """Turn text into facts with the catalog's `extract` parts, then `ask`.
 
@@ -236,6 +289,7 @@ class System:
         return self.ask(state, **options)
 
     def _finish(self, run: Run) -> Response:
+        self.cost_book.observe((a.part, a.end - a.start) for a in run.attempts)
         timeouts = errors = 0
         for a in run.attempts:
             if a.outcome != "ok":

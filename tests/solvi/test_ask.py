@@ -109,7 +109,7 @@ def test_failing_producer_falls_back_to_the_next_and_is_a_safeguard(claims: Syst
 def _slow_catalog(sleep: float, *, part_timeout: float | None) -> Catalog:
     cat = Catalog("slow")
 
-    @cat.fn(provides="score", timeout=part_timeout)
+    @cat.fn(provides="score", timeout=part_timeout, blocking=True)
     def slow_score(x: int) -> int:
         time.sleep(sleep)
         return 100
@@ -137,12 +137,30 @@ def test_timeout_falls_back_and_returns_on_time() -> None:
     assert system.stats["timeouts"] == 1
 
 
-def test_call_timeout_applies_to_parts_without_their_own() -> None:
-    """`ask(timeout=)` bounds parts that set no timeout."""
+def test_call_timeout_applies_to_blocking_parts_without_their_own() -> None:
+    """`ask(timeout=)` bounds blocking and async parts that set no timeout."""
     system = System(_slow_catalog(2.0, part_timeout=None))
     res = system.ask({"x": 1}, timeout=0.05)
     assert res["answer"].value == 1
     assert res.safeguards[0].message == "timed out after 0.05 s"
+
+
+def test_call_timeout_leaves_plain_sync_parts_inline() -> None:
+    """A plain sync part is never moved to a thread by a request timeout."""
+    cat = Catalog("plain")
+
+    @cat.fn
+    def score(x: int) -> int:
+        time.sleep(0.1)
+        return 7
+
+    @cat.rule
+    def answer(score: int) -> int:
+        return score
+
+    res = System(cat, timeout=0.01).ask({"x": 1})
+    assert res["answer"].value == 7
+    assert res.safeguards == ()
 
 
 def test_question_abstains_with_timeout_guard_when_no_producer_answers() -> None:

@@ -1,0 +1,478 @@
+"""The `solvi` command: check a catalog, print a flow, show a stored record.
+
+``solvi check TARGET`` reports cycles among facts, the request keys each
+question needs and the parts no question reaches. ``solvi plan TARGET --keys
+a,b`` prints the flow for requests with those keys. ``solvi show FILE`` prints a
+record written by ``Response.to_json()``. A TARGET is ``module:attribute`` or
+``path/to/file.py:attribute``, naming a `Catalog` or a `System`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import networkx as nx
+
+from solvi.catalog import Catalog, Part
+from solvi.errors import CatalogError, PlanError, _closest
+from solvi.flow import Flow
+from solvi.question import Question
+from solvi.response import render
+from solvi.system import System
+
+__all__ = ["main"]
+
+_TARGET_HELP = "module:attribute or path/to/file.py:attribute naming a Catalog or a System"
+
+
+class _Failure(Exception):
+    """A command cannot go on; the message is printed on one line, without a traceback."""
+
+
+# -- loading a target ---------------------------------------------------------------
+
+
+def _import_file(path_text: str) -> ModuleType:
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        msg = f"no file {path_text!r}; give the path of a Python file, relative to {os.getcwd()}"
+        raise _Failure(msg)
+    # Like `python path/to/file.py`: the file's directory is importable, so a
+    # catalog can import helpers that sit next to it.
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None:
+        existing_file = getattr(existing, "__file__", None)
+        if existing_file is not None and Path(existing_file).resolve() == path:
+            return existing
+        name = f"_solvi_target_{name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        msg = f"cannot import {path_text!r}: Python does not load files like it; use a .py file"
+        raise _Failure(msg)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            msg = (
+                f"cannot import module {name!r}: {exc}; run solvi from the directory that "
+                f"holds it, or give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attribute)"
+            )
+            raise _Failure(msg) from exc
+        raise
+
+
+def _load_module(module_text: str) -> ModuleType:
+    is_file = module_text.endswith(".py") or "/" in module_text or os.sep in module_text
+    try:
+        if is_file:
+            return _import_file(module_text)
+        return _import_module(module_text)
+    except _Failure:
+        raise
+    except PlanError as exc:
+        msg = (
+            f"module {module_text!r} failed to build its System: {exc}; fix that name in the "
+            f"Question (rule=, uses= or requires=)"
+        )
+        raise _Failure(msg) from exc
+    except CatalogError as exc:
+        msg = f"module {module_text!r} declares a part wrongly: {exc}"
+        raise _Failure(msg) from exc
+    except Exception as exc:
+        msg = (
+            f"importing module {module_text!r} failed: {type(exc).__name__}: {exc}; "
+            f"fix the module so that `python -c 'import ...'` works"
+        )
+        raise _Failure(msg) from exc
+
+
+def _load_target(target: str) -> Catalog | System:
+    module_text, sep, attr = target.rpartition(":")
+    if not sep or not module_text or not attr:
+        msg = (
+            f"{target!r} names no attribute; write {_TARGET_HELP} "
+            f"(for example examples/claims.py:system)"
+        )
+        raise _Failure(msg)
+    module = _load_module(module_text)
+    value: Any = module
+    for piece in attr.split("."):
+        if not hasattr(value, piece):
+            found = sorted(n for n, v in vars(module).items() if isinstance(v, Catalog | System))
+            hint = f" (it has: {', '.join(found)})" if found else ""
+            msg = (
+                f"no attribute {attr!r} in module {module_text!r}; expected a Catalog or "
+                f"System{hint}"
+            )
+            raise _Failure(msg)
+        value = getattr(value, piece)
+    if not isinstance(value, Catalog | System):
+        msg = (
+            f"{target!r} is a {type(value).__name__}, not a solvi Catalog or System; "
+            f"name the Catalog or the System the module defines"
+        )
+        raise _Failure(msg)
+    return value
+
+
+def _as_system(target: str, value: Catalog | System) -> System:
+    if isinstance(value, System):
+        return value
+    try:
+        return System(value)
+    except PlanError as exc:
+        msg = f"cannot build a System from catalog {target!r}: {exc}"
+        raise _Failure(msg) from exc
+
+
+# -- solvi check -------------------------------------------------------------------
+
+
+def _producers(parts: Iterable[Part]) -> dict[str, list[Part]]:
+    producers: dict[str, list[Part]] = {}
+    for p in parts:
+        producers.setdefault(p.provides, []).append(p)
+    return producers
+
+
+def _reached(
+    question: Question, parts: Sequence[Part], producers: Mapping[str, list[Part]]
+) -> set[str]:
+    """The facts a question can ever need, walking back from its targets like the planner."""
+    by_name = {p.name: p for p in parts}
+    rule = by_name.get(question.rule if question.rule is not None else question.name)
+    if rule is not None and rule.kind != "rule":
+        rule = None
+    if question.uses is not None and question.rule is None:
+        rule = None
+    if rule is not None:
+        start: list[str] = [rule.provides, *rule.inputs]
+    elif question.uses is not None:
+        start = list(question.uses)
+    else:
+        # A question with neither rule nor uses reports everything computable.
+        start = list(producers)
+    start.extend(by_name[name].provides for name in question.requires if name in by_name)
+    facts: set[str] = set()
+
+    def walk(todo: list[str]) -> None:
+        while todo:
+            fact = todo.pop()
+            if fact in facts or fact not in producers:
+                continue
+            facts.add(fact)
+            for p in producers[fact]:
+                todo.extend(p.inputs)
+
+    walk(start)
+    checks = [p for p in parts if p.kind == "check"]
+    grew = True
+    while grew:
+        grew = False
+        for c in checks:
+            if c.provides in facts:
+                continue
+            available = all(i in facts or i not in producers for i in c.inputs)
+            if available and any(i in producers for i in c.inputs):
+                walk([c.provides])
+                grew = True
+    return facts
+
+
+def _cycles(producers: Mapping[str, list[Part]]) -> list[list[str]]:
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    for fact, ps in producers.items():
+        for p in ps:
+            for i in p.inputs:
+                graph.add_edge(i, fact)
+    paths: list[list[str]] = []
+    for cycle in nx.simple_cycles(graph):
+        first = cycle.index(min(cycle))
+        rotated = cycle[first:] + cycle[:first]
+        paths.append([*rotated, rotated[0]])
+    return sorted(paths)
+
+
+def _check_report(target: str, system: System) -> dict[str, Any]:
+    parts = [p for p in system.catalog.parts if p.kind != "extract"]
+    producers = _producers(parts)
+    reached = {q.name: _reached(q, parts, producers) for q in system.questions}
+    keys: dict[str, list[str]] = {}
+    for q in system.questions:
+        for fact in sorted(reached[q.name]):
+            for p in producers[fact]:
+                for i in p.inputs:
+                    if i not in producers and q.name not in keys.setdefault(i, []):
+                        keys[i].append(q.name)
+    request_keys = {k: keys[k] for k in sorted(keys)}
+    # The real planner, given every request key, says which questions can never
+    # be answered and why (in its own words).
+    widest = system.plan(request_keys)
+    cycles = []
+    errors: list[str] = []
+    warnings: list[str] = []
+    for path in _cycles(producers):
+        on_cycle = set(path)
+        affected = {}
+        for q in system.questions:
+            if reached[q.name] & on_cycle:
+                plan = widest.question(q.name)
+                affected[q.name] = plan.blocked or f"needs {', '.join(sorted(on_cycle))}"
+        cycles.append({"path": path, "questions": affected})
+        text = " -> ".join(path)
+        if affected:
+            errors.append(
+                f"cycle {text}: no request can compute these facts, so these questions "
+                f"always abstain: {', '.join(affected)}; make one part on the cycle read "
+                f"something else"
+            )
+        else:
+            errors.append(
+                f"cycle {text}: no request can compute these facts; make one part on the "
+                f"cycle read something else"
+            )
+    by_name = {p.name: p for p in parts}
+    for q in system.questions:
+        rule = by_name.get(q.rule if q.rule is not None else q.name)
+        if q.uses is None and (rule is None or rule.kind != "rule"):
+            rules = [p.name for p in parts if p.kind == "rule"]
+            warnings.append(
+                f"question {q.name!r} has no rule of that name and no uses=, so it reports "
+                f"every fact a request lets the flow compute{_closest(q.name, rules)}; "
+                f"name its rule, or list the facts it reports with uses="
+            )
+    needed = set().union(*reached.values()) if reached else set()
+    unreachable = [p.name for p in parts if p.provides not in needed]
+    warnings.extend(
+        f"part {name!r} is reached by no question; read its fact in a rule, list it in a "
+        f"Question's requires=, or remove it"
+        for name in unreachable
+    )
+    return {
+        "target": target,
+        "catalog": system.catalog.name,
+        "parts": [p.name for p in system.catalog.parts],
+        "questions": [q.name for q in system.questions],
+        "request_keys": request_keys,
+        "cycles": cycles,
+        "unreachable": unreachable,
+        "errors": errors,
+        "warnings": warnings,
+        "ok": not errors,
+    }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _print_check(report: Mapping[str, Any]) -> None:
+    print(
+        f"checked catalog {report['catalog']} ({report['target']}): "
+        f"{_count(len(report['parts']), 'part')}, "
+        f"{_count(len(report['questions']), 'question')}"
+    )
+    keys: Mapping[str, list[str]] = report["request_keys"]
+    if keys:
+        print("request keys (no part produces them, so requests bring them):")
+        width = max(len(k) for k in keys)
+        for key, questions in keys.items():
+            print(f"  {key:<{width}}  needed by {', '.join(questions)}")
+    for line in report["errors"]:
+        print(f"error: {line}")
+    for line in report["warnings"]:
+        print(f"warning: {line}")
+    n_err, n_warn = len(report["errors"]), len(report["warnings"])
+    if not n_err and not n_warn:
+        print("ok: no cycles, every part is reached by a question")
+    else:
+        print(f"{_count(n_err, 'error')}, {_count(n_warn, 'warning')}")
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    system = _as_system(args.target, _load_target(args.target))
+    report = _check_report(args.target, system)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_check(report)
+    return 0 if report["ok"] else 1
+
+
+# -- solvi plan ----------------------------------------------------------------------
+
+
+def _kind(part: Part) -> str:
+    if part.is_hard_check:
+        return "hard check"
+    return part.kind
+
+
+def _print_plan(system: System, flow: Flow) -> None:
+    keys = ", ".join(sorted(flow.keys)) or "(none)"
+    print(f"flow of {system.name} for keys {keys} ({flow.strategist} strategist)")
+    read = {i for p in system.catalog.parts for i in p.inputs}
+    unused = sorted(k for k in flow.keys if k not in read)
+    if unused:
+        print(f"note: no part reads {', '.join(unused)}")
+    rows: list[tuple[str, str, str]] = []
+    for node in flow.nodes:
+        for n, p in enumerate(node.parts, start=1):
+            what = _kind(p)
+            if p.provides != p.name:
+                what += f" -> {p.provides}"
+            if len(node.parts) > 1:
+                what += f" (producer {n} of {len(node.parts)})"
+            rows.append((p.name, f"phase {node.phase}", what))
+    print("steps")
+    if not rows:
+        print("  (none)")
+    width = max((len(r[0]) for r in rows), default=0)
+    for n, (name, phase, what) in enumerate(rows, start=1):
+        print(f"  {n:>2}. {name:<{width}}  {phase}  {what}")
+    print("questions")
+    for q in flow.questions:
+        print(f"  {q.name}")
+        if q.blocked is not None:
+            print(f"    blocked: {q.blocked} (it abstains without running anything)")
+            continue
+        print(f"    targets: {', '.join(q.targets) or '(none)'}")
+        print(f"    narrowed: {'yes' if q.narrowed else 'no (reports everything computable)'}")
+        print(f"    hard checks: {', '.join(q.governing) or '(none)'}")
+    print("skipped")
+    if not flow.skipped:
+        print("  (none)")
+    width = max((len(name) for name in flow.skipped), default=0)
+    for name, reason in flow.skipped.items():
+        print(f"  {name:<{width}}  {reason}")
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    system = _as_system(args.target, _load_target(args.target))
+    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    flow = system.plan(keys)
+    if args.mermaid:
+        print(flow.to_mermaid())
+    else:
+        _print_plan(system, flow)
+    return 0
+
+
+# -- solvi show ----------------------------------------------------------------------
+
+_RECORD_FIELDS = ("catalog", "hash", "early_exit", "answers", "steps", "skipped")
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    fix = "pass a file written from a Response's to_json()"
+    name = "standard input" if args.file == "-" else repr(args.file)
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+    except OSError as exc:
+        msg = f"cannot read {name}: {exc.strerror or exc}"
+        raise _Failure(msg) from exc
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{name} is not JSON ({exc}); {fix}"
+        raise _Failure(msg) from exc
+    missing = [f for f in _RECORD_FIELDS if not isinstance(record, dict) or f not in record]
+    if missing:
+        msg = f"{name} is not a solvi decision record (no {', '.join(missing)}); {fix}"
+        raise _Failure(msg)
+    try:
+        print(render(record))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        msg = f"{name} is a damaged decision record ({type(exc).__name__}: {exc}); {fix}"
+        raise _Failure(msg) from exc
+    return 0
+
+
+# -- entry point -----------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="solvi", description="Check catalogs, print flows and show decision records."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="report cycles, request keys and unreachable parts",
+        description=(
+            "Report every cycle among facts (errors), the request keys each question needs "
+            "(information) and the parts no question reaches (warnings). Exit status 1 when "
+            "there are errors, 0 otherwise."
+        ),
+    )
+    check.add_argument("target", help=_TARGET_HELP)
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.set_defaults(run=_cmd_check)
+
+    plan = commands.add_parser(
+        "plan",
+        help="print the flow for a set of request keys",
+        description="Print the flow a System plans for requests that bring exactly these keys.",
+    )
+    plan.add_argument("target", help=_TARGET_HELP)
+    plan.add_argument(
+        "--keys", required=True, help="the request's keys, comma-separated (e.g. claim,documents)"
+    )
+    plan.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart instead")
+    plan.set_defaults(run=_cmd_plan)
+
+    show = commands.add_parser(
+        "show",
+        help="print a stored decision record",
+        description="Print a record written by Response.to_json() ('-' reads standard input).",
+    )
+    show.add_argument("file", help="a JSON file written from res.to_json(), or -")
+    show.set_defaults(run=_cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `solvi` command line.
+
+    Args:
+        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 when all is well, 1 when `check` found errors or a
+        target or file could not be loaded.
+    """
+    args = _parser().parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except _Failure as exc:
+        print(f"solvi {args.command}: {exc}", file=sys.stderr)
+        return 1
+    return status

@@ -1,0 +1,267 @@
+"""`aask`: phases, speculation, timeouts, cancellation and identical records."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+from flows.claims_small import Calls, claims_catalog
+from hypothesis import HealthCheck, given, settings
+from strategies import CatalogSpec, Log, build, catalogs, states
+
+from solvi import Catalog, Question, System
+
+
+def _gated_catalog(started: list[str], cancelled: list[str], *, check_delay: float) -> Catalog:
+    """A hard check that fails after `check_delay`, and a slow lookup behind it."""
+    cat = Catalog("gated")
+
+    @cat.check(hard=True)
+    async def eligible(customer: str) -> bool:
+        started.append("eligible")
+        await anyio.sleep(check_delay)
+        return False
+
+    @cat.fn
+    async def credit_report(customer: str) -> int:
+        started.append("credit_report")
+        try:
+            await anyio.sleep(0.5)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("credit_report")
+            raise
+        return 700
+
+    @cat.rule
+    def approve(eligible: bool, credit_report: int) -> bool:
+        return credit_report > 600
+
+    return cat
+
+
+@pytest.mark.asyncio
+async def test_phases_never_start_what_a_failed_check_makes_unnecessary() -> None:
+    """By default the lookup behind a failed hard check is never called."""
+    started: list[str] = []
+    cancelled: list[str] = []
+    system = System(
+        _gated_catalog(started, cancelled, check_delay=0.01), [Question("approve", forced=False)]
+    )
+    res = await system.aask({"customer": "c1"})
+    assert res["approve"].status == "forced"
+    assert started == ["eligible"]
+    assert res.trace.skipped == (
+        ("credit_report", "not needed: hard check eligible failed"),
+        ("approve", "not needed: hard check eligible failed"),
+    )
+
+
+@pytest.mark.asyncio
+async def test_speculation_starts_everything_and_cancels_the_unnecessary() -> None:
+    """With speculate=True the lookup starts at once and is cancelled when the check fails."""
+    started: list[str] = []
+    cancelled: list[str] = []
+    system = System(
+        _gated_catalog(started, cancelled, check_delay=0.01), [Question("approve", forced=False)]
+    )
+    began = time.perf_counter()
+    res = await system.aask({"customer": "c1"}, speculate=True)
+    assert time.perf_counter() - began < 0.4
+    assert sorted(started) == ["credit_report", "eligible"]
+    assert cancelled == ["credit_report"]
+    plain = system.ask({"customer": "c1"})
+    assert res.hash == plain.hash
+    assert res.trace.skipped == plain.trace.skipped
+
+
+@pytest.mark.asyncio
+async def test_speculation_drops_steps_that_finished_anyway() -> None:
+    """A step that finished before the check failed is left out of the record."""
+    cat = Catalog("fast")
+
+    @cat.check(hard=True)
+    async def eligible(customer: str) -> bool:
+        await anyio.sleep(0.05)
+        return False
+
+    @cat.fn
+    async def quick(customer: str) -> int:
+        return 1
+
+    @cat.rule
+    def approve(eligible: bool, quick: int) -> bool:
+        return True
+
+    system = System(cat, [Question("approve", forced=False)])
+    res = await system.aask({"customer": "c"}, speculate=True)
+    assert "quick" not in res.values
+    assert [s.part for s in res.trace.steps] == ["eligible"]
+    assert res.hash == system.ask({"customer": "c"}).hash
+
+
+@pytest.mark.asyncio
+async def test_async_timeout_falls_back_to_the_next_producer() -> None:
+    """A slow async producer times out; the next one answers; a safeguard is recorded."""
+    cat = Catalog("t")
+
+    @cat.fn(provides="score", timeout=0.05)
+    async def bureau(customer: str) -> int:
+        await anyio.sleep(5)
+        return 800
+
+    @cat.fn(provides="score")
+    async def internal(customer: str) -> int:
+        return 600
+
+    @cat.rule
+    def approve(score: int) -> bool:
+        return score > 500
+
+    system = System(cat)
+    began = time.perf_counter()
+    res = await system.aask({"customer": "c"})
+    assert time.perf_counter() - began < 1.0
+    assert res.values["score"] == 600
+    assert [(g.kind, g.part, g.message) for g in res.safeguards] == [
+        ("timeout", "bureau", "timed out after 0.05 s")
+    ]
+    assert system.stats["timeouts"] == 1
+
+
+@pytest.mark.asyncio
+async def test_blocking_sync_part_times_out_on_time() -> None:
+    """A blocking=True part returns on time; its thread finishes in the background."""
+    cat = Catalog("b")
+    finished = threading.Event()
+
+    @cat.fn(blocking=True)
+    def screening(name: str) -> bool:
+        time.sleep(0.3)
+        finished.set()
+        return True
+
+    @cat.rule
+    def clear(screening: bool) -> bool:
+        return screening
+
+    system = System(cat)
+    began = time.perf_counter()
+    res = await system.aask({"name": "n"}, timeout=0.05)
+    elapsed = time.perf_counter() - began
+    assert elapsed < 0.25
+    assert res["clear"].status == "abstained"
+    assert res["clear"].guard == "timeout"
+    assert not finished.is_set()
+    assert finished.wait(2)
+
+
+@pytest.mark.asyncio
+async def test_cancelling_aask_cancels_every_pending_call() -> None:
+    """Cancelling the request cancels all its in-flight calls and leaves nothing running."""
+    cat = Catalog("c")
+    running: set[str] = set()
+    cancelled: list[str] = []
+
+    def slow(name: str) -> Any:
+        async def part(x: int) -> int:
+            running.add(name)
+            try:
+                await anyio.sleep(5)
+            except anyio.get_cancelled_exc_class():
+                cancelled.append(name)
+                raise
+            finally:
+                running.discard(name)
+            return x
+
+        part.__name__ = name
+        return part
+
+    for name in ("a", "b", "c"):
+        cat.fn(slow(name))
+
+    @cat.rule
+    def answer(a: int, b: int, c: int) -> int:
+        return a + b + c
+
+    system = System(cat)
+    with anyio.move_on_after(0.05) as scope:
+        await system.aask({"x": 1})
+    assert scope.cancelled_caught
+    assert sorted(cancelled) == ["a", "b", "c"]
+    assert running == set()
+    await anyio.sleep(0.01)
+    assert system.stats["requests"] == 0
+
+
+@pytest.mark.asyncio
+async def test_thousand_concurrent_requests_match_sequential_ask() -> None:
+    """1,000 concurrent aask calls on one loop answer as sequential ask does."""
+    calls = Calls()
+    system = System(claims_catalog(calls), [Question("approve", forced=False), "fast_track"])
+    states = [
+        {
+            "policy_id": ("X" if i % 7 == 0 else "P") + str(i),
+            "claim": {"amount": i * 37 % 20_000, "risk": (i % 10) / 10},
+        }
+        for i in range(1000)
+    ]
+    expected = [system.ask(s) for s in states]
+    results: list[Any] = [None] * len(states)
+
+    async def one(i: int) -> None:
+        results[i] = await system.aask(states[i])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(states)):
+            tg.start_soon(one, i)
+    for got, want in zip(results, expected, strict=True):
+        assert got.answers == want.answers
+        assert got.hash == want.hash
+    assert system.stats["requests"] == 2000
+
+
+@pytest.mark.asyncio
+async def test_ask_and_aask_share_records_under_errors(claims: System) -> None:
+    """A part that raises is the same safeguard under ask and aask."""
+    state = {"policy_id": "P1", "claim": {"model_down": True}}
+    res = await claims.aask(state)
+    assert res.hash == claims.ask(state).hash
+    assert res.safeguards[0].kind == "error"
+
+
+@pytest.mark.asyncio
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(spec=catalogs(), state=states())
+async def test_four_ways_of_running_give_one_hash(spec: CatalogSpec, state: dict[str, int]) -> None:
+    """ask, ask(workers=8), aask and aask(speculate=True) agree on answers and hash."""
+    cat, questions = build(spec, Log(), async_parts=True)
+    system = System(cat, questions)
+    base = system.ask(state)
+    others = [
+        system.ask(state, workers=8),
+        await system.aask(state),
+        await system.aask(state, speculate=True),
+    ]
+    for other in others:
+        assert other.answers == base.answers
+        assert other.hash == base.hash
+    system.close()
+
+
+def test_aask_runs_on_trio_too(claims: System) -> None:
+    """The async driver is anyio all through, so it runs on trio as well."""
+    state = {"policy_id": "X1", "claim": {"amount": 5}}
+
+    async def main() -> str:
+        res = await claims.aask(state, speculate=True)
+        return res.hash
+
+    assert anyio.run(main, backend="trio") == claims.ask(state).hash
