@@ -21,6 +21,7 @@ MODULES = [
     "grounded_decision.cli",
     "grounded_decision.examples",
     "grounded_decision.examples.common",
+    "grounded_decision.bridge",
 ]
 
 SPEC_STATECHART_NAMES = {
