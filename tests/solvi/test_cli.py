@@ -1,0 +1,456 @@
+"""The `solvi` command line: check, plan and show."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from solvi import Catalog, Question, Response, System
+from solvi.cli import main
+from solvi.response import render
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOWS = Path(__file__).resolve().parent / "flows"
+CLAIMS = "examples/claims.py:system"
+CYCLIC = "tests/solvi/flows/cyclic.py:catalog"
+UNREACHABLE = "tests/solvi/flows/unreachable.py:system"
+
+CLAIMS_PLAN = """\
+flow of claims for keys claim, documents (deterministic strategist)
+steps
+   1. policy              phase 0  fn
+   2. policy_in_force     phase 0  hard check
+   3. sanctions_clear     phase 0  hard check
+   4. fraud_model         phase 1  fn -> fraud_score (producer 1 of 2)
+   5. fraud_rules         phase 1  fn -> fraud_score (producer 2 of 2)
+   6. fraud_ok            phase 1  check
+   7. missing_documents   phase 1  fn
+   8. documents_complete  phase 1  check
+   9. covered             phase 1  check
+  10. points              phase 1  fn
+  11. approve             phase 1  rule
+  12. fast_track          phase 1  rule
+questions
+  approve
+    targets: covered, fraud_ok, documents_complete, points
+    narrowed: yes
+    hard checks: policy_in_force, sanctions_clear
+  fast_track
+    targets: approve, points, claim
+    narrowed: yes
+    hard checks: policy_in_force, sanctions_clear
+skipped
+  (none)
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_imports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Run each test from the project root and forget the modules it loaded."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    homes = (ROOT / "examples", FLOWS, tmp_path)
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules[name], "__file__", None)
+        if file is not None and any(Path(file).resolve().is_relative_to(h) for h in homes):
+            del sys.modules[name]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _small_response() -> Response:
+    cat = Catalog("orders")
+
+    @cat.fn
+    def total(price: float, quantity: int) -> float:
+        return price * quantity
+
+    @cat.check(hard=True)
+    def in_stock(total: float, stock: int) -> bool:
+        return stock > 0
+
+    @cat.rule
+    def accept(total: float) -> bool:
+        return total < 500
+
+    system = System(cat, [Question("accept", forced=False)])
+    return system.ask({"price": 12.5, "quantity": 4, "stock": 0})
+
+
+# -- check ---------------------------------------------------------------------------
+
+
+def test_check_of_the_claims_example_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """The gallery catalog has no cycle and no unreachable part: exit status 0."""
+    status, out, err = _run(capsys, "check", CLAIMS)
+    assert status == 0
+    assert err == ""
+    assert out.splitlines() == [
+        f"checked catalog claims ({CLAIMS}): 12 parts, 2 questions",
+        "request keys (no part produces them, so requests bring them):",
+        "  claim      needed by approve, fast_track",
+        "  documents  needed by approve, fast_track",
+        "ok: no cycles, every part is reached by a question",
+    ]
+
+
+def test_check_reports_a_cycle_as_a_path_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """A cycle is an error naming the path and the questions that always abstain."""
+    status, out, _ = _run(capsys, "check", CYCLIC)
+    assert status == 1
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: cycle limit -> score -> limit: no request can compute these facts, so these "
+        "questions always abstain: approve; make one part on the cycle read something else"
+    ]
+    assert out.splitlines()[-1] == "1 error, 0 warnings"
+
+
+def test_check_of_a_catalog_asks_one_question_per_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """A Catalog target is checked with one question per rule, in declared order."""
+    status, out, _ = _run(capsys, "check", "--json", CYCLIC)
+    assert status == 1
+    assert json.loads(out)["questions"] == ["approve", "label"]
+
+
+def test_check_json_is_a_machine_readable_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints cycles, request keys, unreachable parts and the verdict."""
+    status, out, _ = _run(capsys, "check", "--json", CYCLIC)
+    report = json.loads(out)
+    assert status == 1
+    assert report["ok"] is False
+    assert report["catalog"] == "cyclic"
+    assert report["cycles"] == [
+        {
+            "path": ["limit", "score", "limit"],
+            "questions": {"approve": "cannot compute score: on a cycle: score -> limit -> score"},
+        }
+    ]
+    assert report["request_keys"] == {"amount": ["approve", "label"]}
+    assert report["unreachable"] == []
+    assert len(report["errors"]) == 1
+
+
+def test_check_warns_about_unreachable_parts_but_exits_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A part no question reaches is a warning; a check of what was computed is reached."""
+    status, out, _ = _run(capsys, "check", UNREACHABLE)
+    assert status == 0
+    assert (
+        "warning: part 'legacy_discount' is reached by no question; read its fact in a rule, "
+        "list it in a Question's requires=, or remove it"
+    ) in out.splitlines()
+    assert "in_stock" not in out
+    assert "  stock     needed by accept" in out.splitlines()
+    assert out.splitlines()[-1] == "0 errors, 1 warning"
+
+
+def test_check_json_lists_unreachable_parts_and_request_keys(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The JSON report names unreachable parts and which questions need each request key."""
+    status, out, _ = _run(capsys, "check", "--json", UNREACHABLE)
+    report = json.loads(out)
+    assert status == 0
+    assert report["ok"] is True
+    assert report["unreachable"] == ["legacy_discount"]
+    assert report["request_keys"] == {
+        "price": ["accept"],
+        "quantity": ["accept"],
+        "stock": ["accept"],
+    }
+
+
+def test_check_warns_about_a_question_without_a_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """A question whose name matches no rule reports everything; check suggests the rule."""
+    status, out, _ = _run(capsys, "check", "tests/solvi/flows/ruleless.py:system")
+    assert status == 0
+    assert "warning: question 'aprove' has no rule of that name" in out
+    assert "(did you mean 'approve'?)" in out
+
+
+def test_check_fails_cleanly_when_the_system_cannot_be_built(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A PlanError while importing the module is one line on stderr and exit status 1."""
+    status, out, err = _run(capsys, "check", "tests/solvi/flows/broken_question.py:system")
+    assert status == 1
+    assert out == ""
+    assert err == (
+        "solvi check: module 'tests/solvi/flows/broken_question.py' failed to build its "
+        "System: question 'approve' names rule 'aprove', which catalog 'broken' does not "
+        "have (did you mean 'approve'?); fix that name in the Question (rule=, uses= or "
+        "requires=)\n"
+    )
+
+
+# -- loading targets -------------------------------------------------------------------
+
+
+def test_target_can_be_a_module_importable_from_the_current_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """module:attr imports the module from the working directory."""
+    monkeypatch.chdir(FLOWS)
+    status, out, _ = _run(capsys, "check", "--json", "cyclic:system")
+    assert status == 1
+    assert json.loads(out)["catalog"] == "cyclic"
+
+
+def test_file_target_can_import_modules_next_to_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A file target's folder is importable, so a catalog can use helpers beside it."""
+    (tmp_path / "limits_helper.py").write_text("LIMIT = 500\n")
+    (tmp_path / "orders.py").write_text(
+        "from limits_helper import LIMIT\n"
+        "from solvi import Catalog\n"
+        "catalog = Catalog('orders')\n"
+        "@catalog.rule\n"
+        "def accept(total):\n"
+        "    return total < LIMIT\n"
+    )
+    status, out, _ = _run(capsys, "check", f"{tmp_path / 'orders.py'}:catalog")
+    assert status == 0
+    assert "  total  needed by accept" in out
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "no_such_module_here:system",
+            "solvi check: cannot import module 'no_such_module_here': No module named "
+            "'no_such_module_here'; run solvi from the directory that holds it, or give a "
+            "file path (path/to/no_such_module_here.py:attribute)",
+        ),
+        (
+            "examples/claims.py:sytem",
+            "solvi check: no attribute 'sytem' in module 'examples/claims.py'; expected a "
+            "Catalog or System (it has: catalog, system)",
+        ),
+        (
+            "examples/claims.py:CLAIMS",
+            "solvi check: 'examples/claims.py:CLAIMS' is a list, not a solvi Catalog or "
+            "System; name the Catalog or the System the module defines",
+        ),
+        (
+            "examples/claims.py",
+            "solvi check: 'examples/claims.py' names no attribute; write module:attribute or "
+            "path/to/file.py:attribute naming a Catalog or a System (for example "
+            "examples/claims.py:system)",
+        ),
+        (
+            "examples/nothing_here.py:system",
+            f"solvi check: no file 'examples/nothing_here.py'; give the path of a Python "
+            f"file, relative to {ROOT}",
+        ),
+    ],
+)
+def test_unloadable_targets_fail_with_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str], target: str, message: str
+) -> None:
+    """Each loading mistake prints what is wrong and how to fix it, without a traceback."""
+    status, out, err = _run(capsys, "check", target)
+    assert status == 1
+    assert out == ""
+    assert err == message + "\n"
+
+
+def test_a_module_that_raises_on_import_is_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An exception while importing names the module and the error."""
+    (tmp_path / "explodes.py").write_text("raise RuntimeError('database URL not set')\n")
+    status, _, err = _run(capsys, "check", f"{tmp_path / 'explodes.py'}:system")
+    assert status == 1
+    assert "failed: RuntimeError: database URL not set;" in err
+    assert "Traceback" not in err
+
+
+def test_a_module_with_a_catalog_mistake_is_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A CatalogError raised by a decorator while importing is one clear line."""
+    (tmp_path / "twice.py").write_text(
+        "from solvi import Catalog\n"
+        "catalog = Catalog('twice')\n"
+        "@catalog.rule\n"
+        "def approve(x):\n"
+        "    return x\n"
+        "@catalog.rule\n"
+        "def approve(y):\n"
+        "    return y\n"
+    )
+    status, _, err = _run(capsys, "check", f"{tmp_path / 'twice.py'}:catalog")
+    assert status == 1
+    assert "declares a part wrongly: part 'approve' is declared twice" in err
+    assert err.count("\n") == 1
+
+
+# -- plan --------------------------------------------------------------------------------
+
+
+def test_plan_prints_steps_questions_and_skipped_parts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The flow lists steps with their phase, each question's plan and the skipped parts."""
+    status, out, err = _run(capsys, "plan", CLAIMS, "--keys", "claim,documents")
+    assert status == 0
+    assert err == ""
+    assert out == CLAIMS_PLAN
+
+
+def test_plan_shows_blocked_questions_and_skip_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without documents no question can be answered; the reasons come from the planner."""
+    status, out, _ = _run(capsys, "plan", CLAIMS, "--keys", "claim, colour")
+    lines = out.splitlines()
+    assert status == 0
+    assert lines[1] == "note: no part reads colour"
+    assert (
+        "    blocked: cannot compute documents_complete: inputs missing: missing_documents "
+        "(it abstains without running anything)"
+    ) in lines
+    assert "  missing_documents   inputs missing: documents" in lines
+    assert "  fraud_model         not needed" in lines
+
+
+def test_plan_of_a_catalog_with_a_cycle_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A question that needs a fact on a cycle is blocked; the cycle's parts are skipped."""
+    status, out, _ = _run(capsys, "plan", CYCLIC, "--keys", "amount")
+    assert status == 0
+    assert "    blocked: cannot compute score: on a cycle: score -> limit -> score" in out
+    assert "  limit    on a cycle: limit -> score -> limit" in out.splitlines()
+
+
+def test_plan_mermaid_prints_the_flowchart(capsys: pytest.CaptureFixture[str]) -> None:
+    """--mermaid prints exactly Flow.to_mermaid()."""
+    status, out, _ = _run(
+        capsys, "plan", UNREACHABLE, "--keys", "price,quantity,stock", "--mermaid"
+    )
+    assert status == 0
+    assert out.startswith("flowchart LR\n")
+    assert "    in_stock{{in_stock}}\n" in out
+    assert "    total -->|total| accept\n" in out
+
+
+def test_plan_needs_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    """--keys is required: argparse stops with status 2 and says so."""
+    with pytest.raises(SystemExit) as stop:
+        main(["plan", CLAIMS])
+    assert stop.value.code == 2
+    assert "--keys" in capsys.readouterr().err
+
+
+# -- show --------------------------------------------------------------------------------
+
+
+def test_show_prints_a_stored_record(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A record written by to_json() prints as Response.show() does."""
+    res = _small_response()
+    path = tmp_path / "decision.json"
+    path.write_text(res.to_json())
+    status, out, _ = _run(capsys, "show", str(path))
+    assert status == 0
+    assert out == res.show() + "\n"
+    assert out == render(json.loads(res.to_json(indent=2))) + "\n"
+    assert "accept  forced     false     hard check in_stock failed" in out
+
+
+def test_show_reads_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`solvi show -` reads the record from standard input."""
+    res = _small_response()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(res.to_json()))
+    status, out, _ = _run(capsys, "show", "-")
+    assert status == 0
+    assert out == res.show() + "\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "solvi show: cannot read '{path}': No such file or directory"),
+        ("{not json", "solvi show: '{path}' is not JSON (Expecting property name enclosed in"),
+        (
+            '{"answers": {}}',
+            "solvi show: '{path}' is not a solvi decision record (no catalog, hash, "
+            "early_exit, steps, skipped); pass a file written from a Response's to_json()",
+        ),
+        ("[1, 2]", "solvi show: '{path}' is not a solvi decision record (no catalog, hash,"),
+    ],
+)
+def test_show_rejects_what_is_not_a_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None, message: str
+) -> None:
+    """A missing file, broken JSON or another JSON document is one line and exit status 1."""
+    path = tmp_path / "record.json"
+    if content is not None:
+        path.write_text(content)
+    status, out, err = _run(capsys, "show", str(path))
+    assert status == 1
+    assert out == ""
+    assert err.startswith(message.format(path=path))
+    assert err.count("\n") == 1
+
+
+# -- the installed console script ----------------------------------------------------------
+
+
+def _script() -> Path:
+    script = Path(sys.executable).parent / "solvi"
+    assert script.exists(), f"the solvi console script is not installed next to {sys.executable}"
+    return script
+
+
+def test_console_script_checks_the_claims_example() -> None:
+    """The installed `solvi` script runs in a fresh process from the project root."""
+    done = subprocess.run(
+        [str(_script()), "check", CLAIMS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ok: no cycles, every part is reached by a question" in done.stdout
+
+
+def test_console_script_exits_1_on_a_cycle_and_on_a_bad_module() -> None:
+    """The exit status tells CI about cycles; a bad module gets one line, no traceback."""
+    cyclic = subprocess.run(
+        [str(_script()), "check", CYCLIC],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cyclic.returncode == 1
+    assert "error: cycle limit -> score -> limit" in cyclic.stdout
+    missing = subprocess.run(
+        [str(_script()), "check", "tests.solvi.flows.nothing:system"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.startswith(
+        "solvi check: cannot import module 'tests.solvi.flows.nothing'"
+    )
+    assert "Traceback" not in missing.stderr
