@@ -7,7 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
 
-__all__ = ["CostBook", "PartCost"]
+from solvi.catalog import Part
+from solvi.strategy import Price
+
+__all__ = ["CostBook", "MeasuredCosts", "PartCost"]
 
 
 @attrs.frozen
@@ -82,3 +85,113 @@ class CostBook(Mapping[str, PartCost]):
         """(samples, mean_ms) per part, for saving."""
         with self._lock:
             return {k: (int(v[0]), v[1]) for k, v in self._stats.items()}
+
+
+@attrs.frozen
+class MeasuredCosts:
+    """Settings of the measured cost policy.
+
+    Args:
+        min_samples: calls each producer gets (its warm-up) before measured
+            means decide; a producer without declared `cost=` is tried first.
+        recheck: a producer unused for this many asks gets one more trial, so a
+            producer that became fast again is noticed.
+        alpha: weight of a new sample in the moving average; None keeps the
+            cumulative mean (steady, but slow to notice a slowdown).
+    """
+
+    min_samples: int = attrs.field(default=3)
+    recheck: int = attrs.field(default=50)
+    alpha: float | None = None
+
+    @min_samples.validator
+    def _check_min_samples(self, _: object, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            msg = f"min_samples must be a whole number >= 1, got {value!r}"
+            raise ValueError(msg)
+
+    @recheck.validator
+    def _check_recheck(self, _: object, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            msg = f"recheck must be a whole number >= 1, got {value!r}"
+            raise ValueError(msg)
+
+
+class ProducerChooser:
+    """Chooses, per request, which of several equivalent producers to plan.
+
+    Owned by one System; `prices` and `ran` are called under its lock.
+    """
+
+    def __init__(
+        self, groups: Mapping[str, tuple[Part, ...]], book: CostBook, settings: MeasuredCosts
+    ) -> None:
+        self.groups = dict(groups)
+        self.book = book
+        self.settings = settings
+        self.asks = 0
+        self.last_used: dict[str, int] = {}
+        self.frozen: dict[str, str] | None = None
+        self._members = {p.name for group in self.groups.values() for p in group}
+        self._lock = threading.Lock()
+
+    def _measured(self, part: Part) -> tuple[int, float]:
+        entry = self.book._stats.get(part.name)
+        if entry is None:
+            return 0, part.cost if part.cost is not None else 0.0
+        return int(entry[0]), entry[1]
+
+    def prices(self) -> tuple[tuple[str, ...], dict[str, Price]]:
+        """This request's prices and the signature of its choice (for the flow cache)."""
+        with self._lock:
+            self.asks += 1
+            settings = self.settings
+            prices: dict[str, Price] = {}
+            chosen: list[str] = []
+            for fact, group in self.groups.items():
+                measured = {p.name: self._measured(p) for p in group}
+                pick: Part
+                if self.frozen is not None and fact in self.frozen:
+                    pick = next(p for p in group if p.name == self.frozen[fact])
+                    source = "frozen"
+                else:
+                    under = [p for p in group if measured[p.name][0] < settings.min_samples]
+                    stale = [
+                        p
+                        for p in group
+                        if self.asks - self.last_used.get(p.name, self.asks) >= settings.recheck
+                    ]
+                    if under:
+                        pick = min(under, key=lambda p: (measured[p.name][1], p.index))
+                        source = "warm-up"
+                    elif stale:
+                        pick = min(stale, key=lambda p: self.last_used.get(p.name, 0))
+                        source = "recheck"
+                    else:
+                        pick = min(group, key=lambda p: (measured[p.name][1], p.index))
+                        source = "measured"
+                for p in group:
+                    samples, mean = measured[p.name]
+                    label = source if p is pick else ("measured" if samples else "declared")
+                    prices[p.name] = Price(mean, label, preferred=p is pick)
+                chosen.append(pick.name)
+            return tuple(chosen), prices
+
+    def ran(self, parts: Iterable[str]) -> None:
+        """Note which producers this request ran."""
+        with self._lock:
+            for name in parts:
+                if name in self._members:
+                    self.last_used[name] = self.asks
+
+    def freeze(self) -> None:
+        """Keep the current choice for every fact until `unfreeze`."""
+        with self._lock:
+            self.frozen = {}
+            for fact, group in self.groups.items():
+                self.frozen[fact] = min(group, key=lambda p: (self._measured(p)[1], p.index)).name
+
+    def unfreeze(self) -> None:
+        """Let measurements choose again."""
+        with self._lock:
+            self.frozen = None

@@ -78,6 +78,9 @@ class Trace:
     steps: tuple[Step, ...]
     skipped: tuple[tuple[str, str], ...]
     early_exit: bool
+    #: per fact with several producers: which one was planned, at what cost, and
+    #: where that cost came from ("declared", "warm-up", "measured", "recheck", "frozen")
+    plan: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_readonly)
 
     def explain_order(self) -> str:
         """One line per hard check saying why it ran when it did (default order: all first)."""
@@ -209,7 +212,31 @@ class Response:
             for name in self._program.step_names
             if name in run.skip_reasons
         )
-        return Trace(steps=steps, skipped=skipped, early_exit=run.early_exit)
+        return Trace(
+            steps=steps, skipped=skipped, early_exit=run.early_exit, plan=self._plan_record()
+        )
+
+    def _plan_record(self) -> dict[str, Any]:
+        flow = self._program.flow
+        prices = self._run.prices
+        if prices is None:
+            return {f: dict(c) for f, c in flow.choices.items()}
+        out: dict[str, Any] = {}
+        for fact, choice in flow.choices.items():
+            price = prices.get(choice["producer"])
+            if price is None:
+                out[fact] = dict(choice)
+                continue
+            out[fact] = {
+                "producer": choice["producer"],
+                "cost_ms": round(price.cost_ms, 3),
+                "source": price.source,
+                "candidates": {
+                    name: round(prices[name].cost_ms, 3) if name in prices else cost
+                    for name, cost in choice["candidates"].items()
+                },
+            }
+        return out
 
     @cached_property
     def safeguards(self) -> tuple[Safeguard, ...]:
@@ -270,6 +297,9 @@ class Response:
             {**entry, "start_ms": s.start_ms, "duration_ms": s.duration_ms}
             for entry, s in zip(body["steps"], self.trace.steps, strict=True)
         ]
+        body["plan"] = {
+            fact: to_record_value(dict(c), f"plan {fact}") for fact, c in self.trace.plan.items()
+        }
         body["hash"] = self.hash
         return body
 

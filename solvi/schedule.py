@@ -50,6 +50,7 @@ class Run:
         "causes",
         "early_exit",
         "open_mask",
+        "prices",
         "program",
         "settled",
         "skip_reasons",
@@ -68,6 +69,7 @@ class Run:
         early_exit: bool,
         timeout: float | None,
         started: float,
+        prices: Any = None,
     ) -> None:
         self.program = program
         self.state = state
@@ -79,6 +81,7 @@ class Run:
         self.early_exit = early_exit
         self.timeout = timeout
         self.started = started
+        self.prices = prices
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}

@@ -18,7 +18,28 @@ from solvi.catalog import Part
 from solvi.flow import Flow, FlowNode, QuestionPlan
 from solvi.question import Question
 
-__all__ = ["DeterministicStrategist", "Strategist"]
+__all__ = ["CostStrategist", "DeterministicStrategist", "Price", "Prices", "Strategist"]
+
+
+@attrs.frozen
+class Price:
+    """What a part costs for planning, where that figure came from, and whether a
+    cost policy wants it tried now (warm-up, recheck, frozen choice) whatever it costs."""
+
+    cost_ms: float
+    source: str
+    preferred: bool = False
+
+
+#: part name -> Price
+Prices = Mapping[str, Price]
+
+
+def price_of(part: Part, prices: Prices | None) -> Price:
+    """A part's price: the given one, else its declared cost, else 0 ms."""
+    if prices is not None and part.name in prices:
+        return prices[part.name]
+    return Price(part.cost if part.cost is not None else 0.0, "declared")
 
 
 @runtime_checkable
@@ -32,9 +53,17 @@ class Strategist(Protocol):
     name: str
 
     def plan(
-        self, parts: Sequence[Part], questions: Sequence[Question], keys: frozenset[str]
+        self,
+        parts: Sequence[Part],
+        questions: Sequence[Question],
+        keys: frozenset[str],
+        prices: Prices | None = None,
     ) -> Flow:
-        """Return the flow for requests that bring exactly `keys`."""
+        """Return the flow for requests that bring exactly `keys`.
+
+        `prices` maps part names to a `Price`, for planners that choose by
+        cost; parts it does not name use their declared `cost=`.
+        """
         ...
 
 
@@ -53,17 +82,21 @@ class _Planner:
     #: "all": a fact is computable only when every producer can run;
     #: "any": when at least one can.
     needs: Literal["all", "any"] = "all"
+    #: whether `select` keeps only some of the producers that can run
+    prunes = False
 
-    def select(self, fact: str, runnable: Sequence[Part]) -> tuple[Part, ...]:
+    def select(
+        self, fact: str, runnable: Sequence[Part], prices: Prices | None
+    ) -> tuple[Part, ...]:
         """The producers of `fact` the flow holds, from those that can run."""
         return tuple(runnable)
 
-    def choices(self, selected: Mapping[str, tuple[Part, ...]]) -> dict[str, dict[str, Any]]:
-        """Per fact, a record of how its producer was chosen (for cost-based planners)."""
-        return {}
-
     def plan(
-        self, parts: Sequence[Part], questions: Sequence[Question], keys: frozenset[str]
+        self,
+        parts: Sequence[Part],
+        questions: Sequence[Question],
+        keys: frozenset[str],
+        prices: Prices | None = None,
     ) -> Flow:
         """Plan a flow for the given keys (see the module docstring)."""
         flow_parts = [p for p in parts if p.kind != "extract"]
@@ -72,28 +105,53 @@ class _Planner:
             producers.setdefault(p.provides, []).append(p)
         computable, runnable = self._fixpoint(flow_parts, producers, keys)
         why = self._explain(producers, keys, computable, runnable)
-        selected = {
-            f: self.select(f, [p for p in ps if p in runnable])
+        usable = {
+            f: [p for p in ps if p in runnable]
             for f, ps in producers.items()
             if f in computable and f not in keys
         }
+        keep: list[frozenset[str]] | None = None
+        if self.prunes:
+            # Whatever producers are chosen, every hard check that would govern a
+            # question with all of them planned still governs it.
+            full = {f: tuple(ps) for f, ps in usable.items()}
+            full_plans, _ = self._questions(
+                parts, questions, keys, producers, computable, runnable, full, why, None
+            )
+            by_name = {p.name: p for p in flow_parts}
+            keep = [frozenset(by_name[g].provides for g in q.governing) for q in full_plans]
+        selected = {f: self.select(f, ps, prices) for f, ps in usable.items()}
         plans, per_question = self._questions(
-            parts, questions, keys, producers, computable, runnable, selected, why
+            parts, questions, keys, producers, computable, runnable, selected, why, keep
         )
         nodes = self._order(selected, keys, plans, per_question)
         in_flow = {p.name for node in nodes for p in node.parts}
-        skipped = {
-            p.name: self._skip_reason(p, keys, producers, computable, runnable, why)
-            for p in flow_parts
-            if p.name not in in_flow
-        }
+        skipped: dict[str, str] = {}
+        choices: dict[str, dict[str, Any]] = {}
+        for node in nodes:
+            candidates = usable[node.fact]
+            if self.prunes and len(candidates) > 1:
+                (winner,) = node.parts
+                price = price_of(winner, prices)
+                choices[node.fact] = {
+                    "producer": winner.name,
+                    "cost_ms": price.cost_ms,
+                    "source": price.source,
+                    "candidates": {p.name: price_of(p, prices).cost_ms for p in candidates},
+                }
+                for p in candidates:
+                    if p is not winner:
+                        skipped[p.name] = f"not needed: {node.fact} comes from {winner.name}"
+        for p in flow_parts:
+            if p.name not in in_flow and p.name not in skipped:
+                skipped[p.name] = self._skip_reason(p, keys, producers, computable, runnable, why)
         return Flow(
             keys=keys,
             nodes=nodes,
             questions=tuple(plans),
-            skipped=skipped,
+            skipped={p.name: skipped[p.name] for p in flow_parts if p.name in skipped},
             strategist=self.name,
-            choices=self.choices({n.fact: n.parts for n in nodes}),
+            choices=choices,
         )
 
     # -- what can be computed -------------------------------------------
@@ -196,6 +254,7 @@ class _Planner:
         runnable: set[Part],
         selected: Mapping[str, tuple[Part, ...]],
         why: Mapping[str, _Why],
+        keep: Sequence[frozenset[str]] | None,
     ) -> tuple[list[QuestionPlan], list[frozenset[str]]]:
         by_name = {p.name: p for p in parts}
         checks = [p for p in parts if p.kind == "check"]
@@ -261,6 +320,8 @@ class _Planner:
             facts: set[str] = set()
             if blocked is None:
                 closure((*answer_facts, *targets, *required_facts), facts)
+                if keep is not None:
+                    closure(keep[index], facts)
                 grew = True
                 while grew:
                     grew = False
@@ -369,3 +430,46 @@ class DeterministicStrategist(_Planner):
 
     name = "deterministic"
     needs: Literal["all", "any"] = "all"
+
+
+class CostStrategist(_Planner):
+    """Plans with costs in mind.
+
+    Args:
+        producers: ``"all"`` keeps every producer of a fact that can run and
+            drops those whose inputs are never given (so one missing input no
+            longer blocks a fact); ``"equivalent"`` treats the producers of a
+            fact as interchangeable and plans only the cheapest (by declared
+            `cost=`, or the prices the System passes, e.g. measured ones; ties go
+            to the first declared), keeping every hard check that would govern a
+            question were all producers planned.
+
+    Raises:
+        ValueError: `producers` is neither ``"all"`` nor ``"equivalent"``.
+    """
+
+    needs: Literal["all", "any"] = "any"
+
+    def __init__(self, producers: Literal["all", "equivalent"] = "all") -> None:
+        if producers not in ("all", "equivalent"):
+            msg = f'producers must be "all" or "equivalent", got {producers!r}'
+            raise ValueError(msg)
+        self.producers = producers
+        self.prunes = producers == "equivalent"
+        self.name = "cost" if producers == "all" else "cost-equivalent"
+
+    def __repr__(self) -> str:
+        return f"CostStrategist(producers={self.producers!r})"
+
+    def select(
+        self, fact: str, runnable: Sequence[Part], prices: Prices | None
+    ) -> tuple[Part, ...]:
+        """All producers that can run, or only the cheapest of them."""
+        if not self.prunes or len(runnable) < 2:
+            return tuple(runnable)
+
+        def rank(p: Part) -> tuple[bool, float, int]:
+            price = price_of(p, prices)
+            return (not price.preferred, price.cost_ms, p.index)
+
+        return (min(runnable, key=rank),)

@@ -6,13 +6,13 @@ import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
 from solvi.aexecute import run_async
 from solvi.catalog import Catalog
-from solvi.costs import CostBook
+from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_threaded
 from solvi.flow import Flow
@@ -20,7 +20,7 @@ from solvi.program import Program, compile_flow
 from solvi.question import Question
 from solvi.response import Response
 from solvi.schedule import Run
-from solvi.strategy import DeterministicStrategist, Strategist
+from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
 
 __all__ = ["System"]
 
@@ -49,6 +49,10 @@ class System:
         strategist: the planner (default `DeterministicStrategist()`).
         logger: a structlog logger for request and step events (default: none).
         threads: at most this many worker threads for `blocking=True` parts under `aask`.
+        producers: shortcut for `strategist=CostStrategist(producers=...)`.
+        cost_policy: ``"declared"`` plans with `cost=`; ``"measured"`` with the
+            run times in `cost_book` (needs ``producers="equivalent"``).
+        costs: settings of the measured policy (`MeasuredCosts`).
 
     Raises:
         PlanError: a question names a rule, fact or part the catalog lacks.
@@ -66,6 +70,9 @@ class System:
         strategist: Strategist | None = None,
         logger: Any = None,
         threads: int = 16,
+        producers: Literal["all", "equivalent"] | None = None,
+        cost_policy: Literal["declared", "measured"] = "declared",
+        costs: MeasuredCosts | None = None,
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -85,15 +92,45 @@ class System:
         self.workers = workers
         self.timeout = timeout
         self.early_exit = early_exit
+        if producers is not None:
+            if strategist is not None:
+                msg = "pass either strategist= or producers=, not both"
+                raise ValueError(msg)
+            strategist = CostStrategist(producers)
         self.strategist: Strategist = strategist or DeterministicStrategist()
+        if cost_policy not in ("declared", "measured"):
+            msg = f'cost_policy must be "declared" or "measured", got {cost_policy!r}'
+            raise ValueError(msg)
+        if cost_policy == "measured" and not getattr(self.strategist, "prunes", False):
+            msg = (
+                'cost_policy="measured" chooses among equivalent producers; add '
+                'producers="equivalent" (or a strategist that prunes producers)'
+            )
+            raise ValueError(msg)
+        if costs is not None and cost_policy != "measured":
+            msg = 'costs= only applies with cost_policy="measured"'
+            raise ValueError(msg)
+        self.cost_policy = cost_policy
+        self.costs = costs or MeasuredCosts()
         self.logger = logger
         self.name = catalog.name
         self.version = catalog.version
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
-        self.cost_book = CostBook()
+        self.cost_book = CostBook(alpha=self.costs.alpha)
+        self._chooser: ProducerChooser | None = None
+        if cost_policy == "measured":
+            groups: dict[str, list[Any]] = {}
+            for p in self._parts:
+                if p.kind != "extract":
+                    groups.setdefault(p.provides, []).append(p)
+            self._chooser = ProducerChooser(
+                {f: tuple(ps) for f, ps in groups.items() if len(ps) > 1},
+                self.cost_book,
+                self.costs,
+            )
         self.threads = threads
         self._limiter: anyio.CapacityLimiter | None = None
-        self._programs: dict[frozenset[str], Program] = {}
+        self._programs: dict[Any, Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
 
@@ -157,15 +194,57 @@ class System:
     # -- planning ------------------------------------------------------------
 
     def plan(self, keys: Iterable[str]) -> Flow:
-        """The flow for requests that bring exactly these keys (cached)."""
-        return self._program(frozenset(keys)).flow
+        """The flow for requests that bring exactly these keys (cached).
 
-    def _program(self, keys: frozenset[str]) -> Program:
-        program = self._programs.get(keys)
+        Under measured costs this is the flow of the current producer choice.
+        """
+        keys = frozenset(keys)
+        if self._chooser is None:
+            return self._program(keys).flow
+        signature, prices = self._chooser.prices()
+        self._chooser.asks -= 1  # looking is not asking
+        return self._program((keys, signature), prices).flow
+
+    def _program(self, cache_key: Any, prices: Prices | None = None) -> Program:
+        program = self._programs.get(cache_key)
         if program is None:
-            program = compile_flow(self.strategist.plan(self._parts, self.questions, keys))
-            self._programs[keys] = program
+            keys = cache_key if isinstance(cache_key, frozenset) else cache_key[0]
+            program = compile_flow(self.strategist.plan(self._parts, self.questions, keys, prices))
+            self._programs[cache_key] = program
         return program
+
+    def _program_for(self, state: dict[str, Any]) -> tuple[Program, Prices | None]:
+        keys = frozenset(state)
+        if self._chooser is None:
+            program = self._programs.get(keys)
+            if program is None:
+                self._as_state(state)
+                program = self._program(keys)
+            return program, None
+        self._as_state(state)
+        signature, prices = self._chooser.prices()
+        return self._program((keys, signature), prices), prices
+
+    def freeze_costs(self) -> None:
+        """Stop switching producers: keep each fact's current choice.
+
+        Raises:
+            SolviError: the System does not plan with measured costs.
+        """
+        self._measured("freeze_costs").freeze()
+
+    def unfreeze_costs(self) -> None:
+        """Let measured costs choose producers again."""
+        self._measured("unfreeze_costs").unfreeze()
+
+    def _measured(self, what: str) -> ProducerChooser:
+        if self._chooser is None:
+            msg = (
+                f"{what}() needs a System planning with measured costs: "
+                f'System(..., producers="equivalent", cost_policy="measured")'
+            )
+            raise SolviError(msg)
+        return self._chooser
 
     @property
     def is_async(self) -> bool:
@@ -199,16 +278,14 @@ class System:
         """
         if not isinstance(state, dict):
             state = self._as_state(state)
-        program = self._programs.get(frozenset(state))
-        if program is None:
-            self._as_state(state)
-            program = self._program(frozenset(state))
+        program, prices = self._program_for(state)
         run = Run(
             program,
             state,
             early_exit=self.early_exit if early_exit is None else early_exit,
             timeout=self.timeout if timeout is None else timeout,
             started=perf_counter(),
+            prices=prices,
         )
         n = self.workers if workers is None else workers
         if n == 1:
@@ -245,16 +322,14 @@ class System:
         """
         if not isinstance(state, dict):
             state = self._as_state(state)
-        program = self._programs.get(frozenset(state))
-        if program is None:
-            self._as_state(state)
-            program = self._program(frozenset(state))
+        program, prices = self._program_for(state)
         run = Run(
             program,
             state,
             early_exit=self.early_exit if early_exit is None else early_exit,
             timeout=self.timeout if timeout is None else timeout,
             started=perf_counter(),
+            prices=prices,
         )
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.threads)
@@ -290,6 +365,8 @@ class System:
 
     def _finish(self, run: Run) -> Response:
         self.cost_book.observe((a.part, a.end - a.start) for a in run.attempts)
+        if self._chooser is not None:
+            self._chooser.ran(a.part for a in run.attempts)
         timeouts = errors = 0
         for a in run.attempts:
             if a.outcome != "ok":

@@ -1,0 +1,235 @@
+"""Cost-based strategists and measured costs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from solvi import Catalog, Question, SolviError, System
+from solvi.costs import MeasuredCosts
+from solvi.strategy import CostStrategist
+
+
+def _score_catalog() -> Catalog:
+    cat = Catalog("loans")
+
+    @cat.fn(provides="score", cost=170.0)
+    def bureau(ssn: str) -> int:
+        return 700
+
+    @cat.fn(provides="score", cost=20.0)
+    def history(customer: str) -> int:
+        return 650
+
+    @cat.fn(provides="score", cost=500.0)
+    def manual(ssn: str, customer: str, override: int) -> int:
+        return override
+
+    @cat.check(hard=True)
+    def bureau_reachable(ssn: str, score: int) -> bool:
+        return score > 0
+
+    @cat.rule
+    def approve(score: int) -> bool:
+        return score > 600
+
+    return cat
+
+
+def test_cost_strategist_drops_producers_whose_inputs_are_never_given() -> None:
+    """Producers with missing inputs leave the flow instead of blocking the fact."""
+    deterministic = System(_score_catalog()).plan({"customer"})
+    assert deterministic.question("approve").blocked is not None
+    flow = System(_score_catalog(), strategist=CostStrategist()).plan({"customer"})
+    assert flow.steps == ("history", "approve")
+    assert flow.skipped["bureau"] == "inputs missing: ssn"
+    assert flow.skipped["manual"] == "inputs missing: ssn, override"
+
+
+def test_equivalent_producers_plan_only_the_cheapest_and_keep_governing_checks() -> None:
+    """With several producers runnable, only the cheapest is planned; hard checks stay."""
+    system = System(_score_catalog(), producers="equivalent")
+    flow = system.plan({"ssn", "customer", "override"})
+    assert "history" in flow.steps
+    assert "bureau" not in flow.steps
+    assert flow.skipped["bureau"] == "not needed: score comes from history"
+    assert flow.choices["score"]["producer"] == "history"
+    assert flow.choices["score"]["source"] == "declared"
+    assert flow.question("approve").governing == ("bureau_reachable",)
+    res = system.ask({"ssn": "1", "customer": "c", "override": 1})
+    assert res.values["score"] == 650
+    assert res.trace.plan["score"]["producer"] == "history"
+
+
+def test_a_hard_check_on_a_dropped_route_still_governs() -> None:
+    """A hard check that governs under all producers is kept when a cheaper one is planned."""
+    cat = Catalog("kept")
+
+    @cat.fn
+    def bureau_file(ssn: str) -> dict[str, int]:
+        return {"score": 700, "valid": 0}
+
+    @cat.fn(provides="score", cost=170.0)
+    def bureau(bureau_file: dict[str, int]) -> int:
+        return bureau_file["score"]
+
+    @cat.fn(provides="score", cost=20.0)
+    def history(ssn: str) -> int:
+        return 650
+
+    @cat.check(hard=True)
+    def file_valid(bureau_file: dict[str, int]) -> bool:
+        return bool(bureau_file["valid"])
+
+    @cat.rule
+    def approve(score: int) -> bool:
+        return score > 600
+
+    system = System(cat, [Question("approve", forced=False)], producers="equivalent")
+    flow = system.plan({"ssn"})
+    assert flow.steps == ("bureau_file", "file_valid", "history", "approve")
+    assert flow.question("approve").governing == ("file_valid",)
+    res = system.ask({"ssn": "1"})
+    assert (res["approve"].status, res["approve"].guard) == ("forced", "file_valid")
+
+
+def test_ties_go_to_the_first_declared() -> None:
+    """Equal costs choose by declaration order, so plans are deterministic."""
+    cat = Catalog("tie")
+
+    @cat.fn(provides="x", cost=1.0)
+    def first(k: int) -> int:
+        return 1
+
+    @cat.fn(provides="x", cost=1.0)
+    def second(k: int) -> int:
+        return 2
+
+    @cat.rule
+    def answer(x: int) -> int:
+        return x
+
+    assert System(cat, producers="equivalent").ask({"k": 0})["answer"].value == 1
+
+
+def test_bad_cost_options_are_rejected() -> None:
+    """Measured costs need equivalent producers; strategist and producers exclude each other."""
+    cat = _score_catalog()
+    with pytest.raises(ValueError, match='add producers="equivalent"'):
+        System(cat, cost_policy="measured")
+    with pytest.raises(ValueError, match="either strategist= or producers="):
+        System(cat, strategist=CostStrategist(), producers="all")
+    with pytest.raises(ValueError, match="min_samples"):
+        MeasuredCosts(min_samples=0)
+    with pytest.raises(SolviError, match="freeze_costs"):
+        System(cat).freeze_costs()
+
+
+class Latency:
+    """Simulated latencies that a test can change mid-run."""
+
+    def __init__(self, **ms: float) -> None:
+        self.ms = dict(ms)
+
+    def wait(self, name: str) -> None:
+        """Sleep for the part's current latency."""
+        time.sleep(self.ms[name] / 1000.0)
+
+
+def _measured(latency: Latency, **settings: object) -> System:
+    cat = Catalog("feed")
+
+    @cat.fn(provides="rate")
+    def local_table(pair: str) -> float:
+        latency.wait("local_table")
+        return 1.1
+
+    @cat.fn(provides="rate", cost=300.0)
+    def live_feed(pair: str) -> float:
+        latency.wait("live_feed")
+        return 1.1
+
+    @cat.rule
+    def quote(rate: float) -> float:
+        return rate
+
+    return System(
+        cat,
+        [Question("quote")],
+        producers="equivalent",
+        cost_policy="measured",
+        costs=MeasuredCosts(**settings),  # type: ignore[arg-type]  # test settings
+    )
+
+
+def _sources(system: System, n: int) -> list[tuple[str, str]]:
+    out = []
+    for _ in range(n):
+        plan = system.ask({"pair": "EURUSD"}).trace.plan["rate"]
+        out.append((plan["producer"], plan["source"]))
+    return out
+
+
+def test_warm_up_then_fastest_then_switch_when_it_slows() -> None:
+    """Each producer is measured min_samples times, then the fastest wins until it slows."""
+    latency = Latency(local_table=1.0, live_feed=8.0)
+    system = _measured(latency, min_samples=2, recheck=1000, alpha=0.5)
+    warm = _sources(system, 4)
+    assert warm == [
+        ("local_table", "warm-up"),
+        ("local_table", "warm-up"),
+        ("live_feed", "warm-up"),
+        ("live_feed", "warm-up"),
+    ]
+    assert _sources(system, 3) == [("local_table", "measured")] * 3
+    latency.ms["local_table"] = 20.0
+    later = _sources(system, 4)
+    assert later[0] == ("local_table", "measured")
+    assert later[-1] == ("live_feed", "measured")
+
+
+def test_recheck_gives_an_unused_producer_one_more_trial() -> None:
+    """A producer unused for `recheck` asks is tried once again."""
+    latency = Latency(local_table=0.5, live_feed=5.0)
+    system = _measured(latency, min_samples=1, recheck=5)
+    sources = _sources(system, 12)
+    assert sources[:2] == [("local_table", "warm-up"), ("live_feed", "warm-up")]
+    assert ("live_feed", "recheck") in sources
+    first = sources.index(("live_feed", "recheck"))
+    assert first == 6
+    assert all(s == ("local_table", "measured") for s in sources[2:first])
+
+
+def test_freeze_keeps_the_choice_and_unfreeze_resumes() -> None:
+    """While frozen, a slowdown does not switch producers."""
+    latency = Latency(local_table=0.5, live_feed=5.0)
+    system = _measured(latency, min_samples=1, recheck=1000, alpha=1.0)
+    _sources(system, 3)
+    system.freeze_costs()
+    latency.ms["local_table"] = 15.0
+    assert _sources(system, 3) == [("local_table", "frozen")] * 3
+    system.unfreeze_costs()
+    assert _sources(system, 1) == [("live_feed", "measured")]
+
+
+def test_flow_cache_follows_the_producer_choice() -> None:
+    """A changed choice plans another flow; the old choice's flow is reused when it returns."""
+    latency = Latency(local_table=0.5, live_feed=5.0)
+    system = _measured(latency, min_samples=1, recheck=1000)
+    flows = [system.ask({"pair": "x"}).flow for _ in range(4)]
+    assert flows[0].steps == ("local_table", "quote")
+    assert flows[1].steps == ("live_feed", "quote")
+    assert flows[2] is flows[0]
+    assert flows[3] is flows[0]
+
+
+def test_cost_book_records_every_part_of_every_request(claims: System) -> None:
+    """Each ask folds each part's run time into the cost book."""
+    claims.ask({"policy_id": "P1", "claim": {}})
+    claims.ask({"policy_id": "P2", "claim": {}})
+    book = claims.cost_book
+    assert book["policy"].samples == 2
+    assert book["fraud_model"].samples == 2
+    assert "fraud_rules" not in book
+    assert book["policy"].mean_ms >= 0.0
