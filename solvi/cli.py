@@ -3,7 +3,8 @@
 ``solvi check TARGET`` reports cycles among facts, the request keys each
 question needs and the parts no question reaches. ``solvi plan TARGET --keys
 a,b`` prints the flow for requests with those keys. ``solvi show FILE`` prints a
-record written by ``Response.to_json()``. A TARGET is ``module:attribute`` or
+record written by ``Response.to_json()``; ``solvi serve TARGET`` serves a System
+over HTTP (see `solvi.serve`). A TARGET is ``module:attribute`` or
 ``path/to/file.py:attribute``, naming a `Catalog` or a `System`.
 """
 
@@ -27,6 +28,7 @@ from solvi.errors import CatalogError, PlanError, _closest
 from solvi.flow import Flow
 from solvi.question import Question
 from solvi.response import render
+from solvi.serve import add_serve_command
 from solvi.system import System
 
 __all__ = ["main"]
@@ -420,7 +422,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="solvi", description="Check catalogs, print flows and show decision records."
+        prog="solvi",
+        description="Check catalogs, print flows, show decision records and serve Systems.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -456,6 +459,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("file", help="a JSON file written from res.to_json(), or -")
     show.set_defaults(run=_cmd_show)
+
+    add_serve_command(commands)
     return parser
 
 

@@ -454,3 +454,16 @@ def test_console_script_exits_1_on_a_cycle_and_on_a_bad_module() -> None:
         "solvi check: cannot import module 'tests.solvi.flows.nothing'"
     )
     assert "Traceback" not in missing.stderr
+
+
+# -- serve is registered ---------------------------------------------------------------------
+
+
+def test_serve_is_a_subcommand_that_reports_a_bad_target(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`solvi serve` is wired in; a target it cannot load exits 1 before serving anything."""
+    status, out, err = _run(capsys, "serve", "examples/claims.py:nope")
+    assert status == 1
+    assert out == ""
+    assert err.startswith("solvi serve: no attribute 'nope' in 'examples/claims.py'")
