@@ -17,7 +17,7 @@ import anyio
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
 from solvi.program import Node, effective_timeout
-from solvi.schedule import Run
+from solvi.schedule import Run, learned_batches, rest_after_learned
 
 __all__: list[str] = []
 
@@ -169,10 +169,24 @@ class _Driver:
                             complete(self.done.popleft())
 
 
-async def run_async(run: Run, limiter: Any, costs: CostBook, *, speculate: bool) -> None:
+async def run_async(
+    run: Run,
+    limiter: Any,
+    costs: CostBook,
+    *,
+    speculate: bool,
+    order: Any = None,
+    cost_of: Any = None,
+) -> None:
     """Run a request's flow on the current event loop."""
     program = run.program
     phase0, phase1 = program.phases
+    if order is not None and run.early_exit:
+        driver = _Driver(run, limiter, costs, speculative=False)
+        for batch in learned_batches(run, order, cost_of):
+            await driver.drive(batch, False)
+        await driver.drive(rest_after_learned(run), True)
+        return
     if speculate:
         driver = _Driver(run, limiter, costs, speculative=True)
         await driver.drive(phase0 + phase1, False)

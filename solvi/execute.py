@@ -5,10 +5,11 @@ from __future__ import annotations
 import queue
 from concurrent.futures import Executor
 from time import perf_counter
+from typing import Any
 
 from solvi.calls import call_sync, cause_of
 from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
-from solvi.schedule import OK, Attempt, Cause, Run
+from solvi.schedule import OK, Attempt, Cause, Run, learned_batches, rest_after_learned
 
 __all__: list[str] = []
 
@@ -73,9 +74,23 @@ def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> 
         run_node(run, node)
 
 
-def run_sequential(run: Run) -> None:
-    """Run a request's flow one node after another, in flow order."""
+def run_sequential_subset(run: Run, indices: tuple[int, ...]) -> None:
+    """Run only these nodes, in flow order (for learning from examples)."""
+    _phase_sequential(run, indices, False)
+
+
+def run_sequential(run: Run, order: Any = None, cost_of: Any = None) -> None:
+    """Run a request's flow one node after another, in flow order.
+
+    With an `order` policy (and early exit), hard checks run one at a time in
+    the order it ranks them, each after what it reads.
+    """
     program = run.program
+    if order is not None and run.early_exit:
+        for batch in learned_batches(run, order, cost_of):
+            _phase_sequential(run, batch, False)
+        _phase_sequential(run, rest_after_learned(run), True)
+        return
     phase0, phase1 = program.phases
     _phase_sequential(run, phase0, False)
     if run.early_exit:
@@ -128,9 +143,18 @@ def _phase_threaded(run: Run, phase: tuple[int, ...], filter_wanted: bool, pool:
                     outstanding += 1
 
 
-def run_threaded(run: Run, pool: Executor) -> None:
-    """Run a request's flow on worker threads, phase by phase."""
+def run_threaded(run: Run, pool: Executor, order: Any = None, cost_of: Any = None) -> None:
+    """Run a request's flow on worker threads, phase by phase.
+
+    Under an `order` policy the hard checks run one after another, the steps
+    each one reads still in parallel.
+    """
     program = run.program
+    if order is not None and run.early_exit:
+        for batch in learned_batches(run, order, cost_of):
+            _phase_threaded(run, batch, False, pool)
+        _phase_threaded(run, rest_after_learned(run), True, pool)
+        return
     phase0, phase1 = program.phases
     _phase_threaded(run, phase0, False, pool)
     if run.early_exit:

@@ -81,10 +81,12 @@ class Trace:
     #: per fact with several producers: which one was planned, at what cost, and
     #: where that cost came from ("declared", "warm-up", "measured", "recheck", "frozen")
     plan: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_readonly)
+    #: one line per hard check evaluated, in the order it was evaluated
+    order: tuple[str, ...] = ()
 
     def explain_order(self) -> str:
-        """One line per hard check saying why it ran when it did (default order: all first)."""
-        return "hard checks ran first, all of them (default order)"
+        """Say, one numbered line per hard check, why it ran when it did."""
+        return "\n".join(f"{n}. {line}" for n, line in enumerate(self.order, 1))
 
 
 class Response:
@@ -213,8 +215,33 @@ class Response:
             if name in run.skip_reasons
         )
         return Trace(
-            steps=steps, skipped=skipped, early_exit=run.early_exit, plan=self._plan_record()
+            steps=steps,
+            skipped=skipped,
+            early_exit=run.early_exit,
+            plan=self._plan_record(),
+            order=self._order_lines(),
         )
+
+    def _order_lines(self) -> tuple[str, ...]:
+        run = self._run
+        if run.order_lines:
+            return tuple(str(line) for line in run.order_lines)
+        nodes = self._program.nodes
+        lines = []
+        for i in self._program.phases[0]:
+            node = nodes[i]
+            if not node.is_hard_check:
+                continue
+            if run.status[i] == OK:
+                outcome = "passed" if run.vals[node.fact] else "failed"
+            elif i in run.causes:
+                outcome = "could not be evaluated"
+            else:
+                outcome = "not run"
+            lines.append(
+                f"{node.parts[0].name}: with every hard check, first (default order) → {outcome}"
+            )
+        return tuple(lines)
 
     def _plan_record(self) -> dict[str, Any]:
         flow = self._program.flow
@@ -285,6 +312,19 @@ class Response:
         however the request ran (threads, order of completion, process)."""
         return record_hash(self._body)
 
+    @cached_property
+    def decision_hash(self) -> str:
+        """sha256 of the catalog version, the input and the answers only.
+
+        Unlike `hash` it does not cover which steps ran, so it is the same under
+        any order of hard checks (with declared guards) and with or without
+        early exit: it identifies the decision, `hash` the whole record.
+        """
+        body = self._body
+        return record_hash(
+            {key: body[key] for key in ("catalog", "catalog_version", "input", "answers")}
+        )
+
     @property
     def record(self) -> dict[str, Any]:
         """The whole record as JSON-ready data, timings and hash included.
@@ -300,7 +340,9 @@ class Response:
         body["plan"] = {
             fact: to_record_value(dict(c), f"plan {fact}") for fact, c in self.trace.plan.items()
         }
+        body["order"] = list(self.trace.order)
         body["hash"] = self.hash
+        body["decision_hash"] = self.decision_hash
         return body
 
     def to_json(self, *, indent: int | None = None) -> str:

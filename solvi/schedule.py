@@ -8,6 +8,7 @@ which is why records cannot drift between the drivers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -30,6 +31,32 @@ class Cause:
 
 
 @attrs.frozen
+class OrderLine:
+    """Why a learned order evaluated one hard check when it did."""
+
+    check: str
+    p_fail: float
+    saves_ms: float
+    costs_ms: float
+    score: float
+    unblocks: tuple[str, ...]
+    outcome: str
+    settles: tuple[str, ...]
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.check}: P(fail) {self.p_fail:.2f} × saves {self.saves_ms:.1f} ms "
+            f"÷ costs {self.costs_ms:.1f} ms = {self.score:.3g}"
+        )
+        if self.unblocks:
+            text += f" [unblocks {', '.join(self.unblocks)} (already decided by a failed check)]"
+        text += f" → {self.outcome}"
+        if self.settles:
+            text += f"; settles {', '.join(self.settles)}"
+        return text
+
+
+@attrs.frozen
 class Attempt:
     """One call of one part: when it started and ended, and how it went."""
 
@@ -49,9 +76,13 @@ class Run:
         "attempts",
         "causes",
         "early_exit",
+        "evaluated",
+        "found",
         "open_mask",
+        "order_lines",
         "prices",
         "program",
+        "row",
         "settled",
         "skip_reasons",
         "started",
@@ -70,6 +101,7 @@ class Run:
         timeout: float | None,
         started: float,
         prices: Any = None,
+        found: bool = False,
     ) -> None:
         self.program = program
         self.state = state
@@ -82,6 +114,13 @@ class Run:
         self.timeout = timeout
         self.started = started
         self.prices = prices
+        #: guards="found": a learned order settles a question by the first failing
+        #: check it evaluated, not the first declared
+        self.found = found
+        #: hard-check nodes in the order a learned order evaluated them
+        self.evaluated: list[int] = []
+        self.order_lines: list[OrderLine] = []
+        self.row: dict[str, float] | None = None
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}
@@ -178,12 +217,17 @@ class Run:
         nodes = self.program.nodes
         status = self.status
         vals = self.vals
+        found = self.found and self.evaluated
         for slot in self.program.questions:
             if slot.index in self.settled or slot.blocked is not None:
                 continue
-            for g in slot.governing:
+            if found:
+                checks = [g for g in self.evaluated if g in slot.governing]
+            else:
+                checks = list(slot.governing)
+            for g in checks:
                 state = status[g]
-                if state == PENDING:
+                if state == PENDING or state == NOT_RUN:
                     break  # an earlier-declared check is still unknown: wait
                 if state == OK:
                     if vals[nodes[g].fact]:
@@ -205,3 +249,124 @@ def _describe(cause: Cause) -> str:
     if cause.kind == "timeout":
         return f"{cause.part} {cause.message}"
     return f"{cause.part} raised {cause.message}"
+
+
+#: The smallest evaluation cost a score divides by, in ms.
+MIN_COST_MS = 0.001
+
+
+def _ancestors(nodes: tuple[Node, ...], index: int, status: list[int]) -> list[int]:
+    """The pending nodes `index` needs, itself included, in flow order."""
+    seen: set[int] = set()
+    stack = [index]
+    while stack:
+        i = stack.pop()
+        if i in seen or status[i] != PENDING:
+            continue
+        seen.add(i)
+        stack.extend(nodes[i].deps)
+    return sorted(seen)
+
+
+def learned_batches(run: Run, policy: Any, cost_of: Any) -> Iterator[tuple[int, ...]]:
+    """The batches of nodes a learned order runs, one hard check (and what it reads) each.
+
+    The driver runs each batch before asking for the next. Hard checks are
+    taken highest score first, ``P(fail) x cost of what its failure would skip /
+    cost of evaluating it``, except that once a check has failed, the
+    earlier-declared checks of the questions it governs come next (under
+    declared guards the first declared failing check decides, so they must run
+    whatever they return). It stops when no pending hard check governs a
+    question that is still open.
+    """
+    program = run.program
+    nodes = program.nodes
+    status = run.status
+    features = [
+        n.index for n in nodes if n.fact in getattr(policy, "features", ()) and n.phase == 0
+    ]
+    if features:
+        batch: set[int] = set()
+        for f in features:
+            batch.update(_ancestors(nodes, f, status))
+        yield tuple(sorted(batch))
+    run.row = policy.row(run.vals, run.state.keys())
+    checks = [n.index for n in nodes if n.is_hard_check and n.phase == 0]
+    names = {q.index: q.name for q in program.questions}
+    while True:
+        run.settle()
+        open_mask = run.open_mask
+        candidates = [c for c in checks if status[c] == PENDING and nodes[c].qmask & open_mask]
+        if not candidates:
+            return
+        unblocking: dict[int, list[str]] = {}
+        if not run.found:
+            for slot in program.questions:
+                if not open_mask & (1 << slot.index):
+                    continue
+                for position, g in enumerate(slot.governing):
+                    if status[g] != PENDING and _fails(run, g):
+                        for earlier in slot.governing[:position]:
+                            if status[earlier] == PENDING:
+                                unblocking.setdefault(earlier, []).append(slot.name)
+                                break
+                        break
+        pending = [i for i in range(len(nodes)) if status[i] == PENDING]
+        scored: list[tuple[float, int, OrderLine]] = []
+        for c in candidates:
+            own = _ancestors(nodes, c, status)
+            costs = sum(cost_of(nodes[i]) for i in own)
+            own_set = set(own)
+            mask = nodes[c].qmask
+            saves = 0.0
+            for i in pending:
+                if i in own_set:
+                    continue
+                live = nodes[i].qmask & open_mask
+                if live and not live & ~mask:
+                    saves += cost_of(nodes[i])
+            p = float(policy.p_fail(nodes[c].parts[0].name, run.row))
+            score = p * saves / max(costs, MIN_COST_MS)
+            line = OrderLine(
+                nodes[c].parts[0].name,
+                p,
+                saves,
+                costs,
+                score,
+                tuple(unblocking.get(c, ())),
+                "",
+                (),
+            )
+            scored.append((score, c, line))
+        if unblocking:
+            chosen = min(unblocking, key=lambda c: nodes[c].parts[0].index)
+            line = next(entry for _, c, entry in scored if c == chosen)
+        else:
+            _, chosen, line = max(scored, key=lambda t: (t[0], -t[1]))
+        before = set(run.settled)
+        yield tuple(_ancestors(nodes, chosen, status))
+        run.evaluated.append(chosen)
+        run.settle()
+        settled_now = tuple(names[q] for q in sorted(set(run.settled) - before))
+        outcome = (
+            "passed"
+            if status[chosen] == OK and run.vals[nodes[chosen].fact]
+            else "failed"
+            if status[chosen] == OK
+            else "could not be evaluated"
+        )
+        run.order_lines.append(attrs.evolve(line, outcome=outcome, settles=settled_now))
+
+
+def _fails(run: Run, g: int) -> bool:
+    state = run.status[g]
+    if state == OK:
+        return not run.vals[run.program.nodes[g].fact]
+    return state == FAILED
+
+
+def rest_after_learned(run: Run) -> tuple[int, ...]:
+    """What a learned order leaves to run: pending first-phase nodes, then the rest."""
+    phase0, phase1 = run.program.phases
+    status = run.status
+    return tuple(i for i in phase0 if status[i] == PENDING) + phase1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
@@ -14,12 +15,13 @@ from solvi.aexecute import run_async
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
-from solvi.execute import run_sequential, run_threaded
+from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
-from solvi.program import Program, compile_flow
+from solvi.order import OrderModel, OrderPolicy
+from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
 from solvi.response import Response
-from solvi.schedule import Run
+from solvi.schedule import OK, Run
 from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
 
 __all__ = ["System"]
@@ -53,6 +55,13 @@ class System:
         cost_policy: ``"declared"`` plans with `cost=`; ``"measured"`` with the
             run times in `cost_book` (needs ``producers="equivalent"``).
         costs: settings of the measured policy (`MeasuredCosts`).
+        order: ``"learned"`` evaluates hard checks one at a time, highest
+            expected saving first (see `learn_order`); implies `learn`.
+        learn: record which hard checks fail on which input, in `order_model`.
+        guards: ``"declared"``: when several hard checks fail, the first
+            declared decides (answers identical under any order);
+            ``"found"``: a learned order may stop at the first failing check
+            it finds, and the guard names that check.
 
     Raises:
         PlanError: a question names a rule, fact or part the catalog lacks.
@@ -73,6 +82,9 @@ class System:
         producers: Literal["all", "equivalent"] | None = None,
         cost_policy: Literal["declared", "measured"] = "declared",
         costs: MeasuredCosts | None = None,
+        order: Literal["default", "learned"] = "default",
+        learn: bool = False,
+        guards: Literal["declared", "found"] = "declared",
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -110,6 +122,16 @@ class System:
         if costs is not None and cost_policy != "measured":
             msg = 'costs= only applies with cost_policy="measured"'
             raise ValueError(msg)
+        if order not in ("default", "learned"):
+            msg = f'order must be "default" or "learned", got {order!r}'
+            raise ValueError(msg)
+        if guards not in ("declared", "found"):
+            msg = f'guards must be "declared" or "found", got {guards!r}'
+            raise ValueError(msg)
+        self.order = order
+        self.learn = learn or order == "learned"
+        self.guards = guards
+        self.order_model = OrderModel()
         self.cost_policy = cost_policy
         self.costs = costs or MeasuredCosts()
         self.logger = logger
@@ -225,6 +247,74 @@ class System:
         signature, prices = self._chooser.prices()
         return self._program((keys, signature), prices), prices
 
+    def _order_policy(self, order: Any) -> OrderPolicy | None:
+        if order is None:
+            order = self.order
+        if order == "default":
+            return None
+        if order == "learned":
+            return self.order_model
+        if isinstance(order, OrderPolicy):
+            return order
+        msg = (
+            f'order must be "default", "learned" or an object with p_fail(check, row) and '
+            f"row(vals, init_keys), got {order!r}"
+        )
+        raise TypeError(msg)
+
+    def _node_cost(self, node: Node) -> float:
+        """Expected ms of a node: measured mean, else declared cost, else 0."""
+        part = node.parts[0]
+        mean = self.cost_book.mean(part.name)
+        if mean is not None:
+            return mean
+        return part.cost if part.cost is not None else 0.0
+
+    def learn_order(
+        self, examples: Iterable[Mapping[str, Any]], features: Iterable[str] | None = None
+    ) -> OrderModel:
+        """Learn how often each hard check fails, then evaluate them in the learned order.
+
+        Runs only the hard checks and what they read (and the cheap computed
+        `features`) on each example, feeds the outcomes to a fresh
+        `order_model`, and switches this System to ``order="learned"``.
+
+        Returns:
+            The new order model.
+        """
+        model = OrderModel(features or ())
+        for state in examples:
+            state = self._as_state(state)
+            program, prices = self._program_for(state)
+            run = Run(
+                program,
+                state,
+                early_exit=True,
+                timeout=self.timeout,
+                started=perf_counter(),
+                prices=prices,
+            )
+            phase0 = program.phases[0]
+            wanted = set(phase0)
+            for node in program.nodes:
+                if node.fact in model.features:
+                    wanted.add(node.index)
+                    wanted.update(d for d in node.deps)
+            run_sequential_subset(run, tuple(sorted(wanted)))
+            self._observe(model, run)
+        self.order_model = model
+        self.order = "learned"
+        self.learn = True
+        return model
+
+    def _observe(self, model: OrderModel, run: Run) -> None:
+        row = run.row if run.row is not None else model.row(run.vals, run.state.keys())
+        nodes = run.program.nodes
+        for i in run.program.phases[0]:
+            node = nodes[i]
+            if node.is_hard_check and run.status[i] == OK:
+                model.observe(node.parts[0].name, row, not run.vals[node.fact])
+
     def freeze_costs(self) -> None:
         """Stop switching producers: keep each fact's current choice.
 
@@ -260,6 +350,7 @@ class System:
         early_exit: bool | None = None,
         workers: int | None = None,
         timeout: float | None = None,
+        order: Any = None,
     ) -> Response:
         """Answer every question for one request, synchronously.
 
@@ -267,7 +358,9 @@ class System:
             state: the request's facts by name (its keys select the flow).
             early_exit: override the System's setting for this request.
             workers: override the number of threads for this request.
-            timeout: seconds, for parts without their own `timeout=`.
+            timeout: seconds, for async and blocking parts without their own.
+            order: ``"default"``, ``"learned"``, or an object with
+                ``p_fail(check, row)`` and ``row(vals, init_keys)``.
 
         Returns:
             The Response. Parts that raise or time out never raise here: they
@@ -286,13 +379,15 @@ class System:
             timeout=self.timeout if timeout is None else timeout,
             started=perf_counter(),
             prices=prices,
+            found=self.guards == "found",
         )
+        policy = self._order_policy(order)
         n = self.workers if workers is None else workers
         if n == 1:
-            run_sequential(run)
+            run_sequential(run, policy, self._node_cost)
         else:
             _check_positive("workers", n, integer=True)
-            run_threaded(run, self._pool(n))
+            run_threaded(run, self._pool(n), policy, self._node_cost)
         return self._finish(run)
 
     async def aask(
@@ -302,6 +397,7 @@ class System:
         early_exit: bool | None = None,
         speculate: bool = False,
         timeout: float | None = None,
+        order: Any = None,
     ) -> Response:
         """Answer every question for one request on the running event loop.
 
@@ -316,6 +412,8 @@ class System:
             speculate: start every step as soon as its inputs are ready, and
                 cancel the calls a failed hard check makes unnecessary.
             timeout: seconds, for async and blocking parts without their own.
+            order: as for `ask`. Under a learned order hard checks run one at
+                a time, so `speculate` is ignored with a UserWarning.
 
         Raises:
             TypeError: `state` is not a mapping with string keys.
@@ -330,10 +428,27 @@ class System:
             timeout=self.timeout if timeout is None else timeout,
             started=perf_counter(),
             prices=prices,
+            found=self.guards == "found",
         )
+        policy = self._order_policy(order)
+        if policy is not None and speculate:
+            warnings.warn(
+                "speculate=True is ignored under a learned order: hard checks run one at a "
+                'time; pass order="default" to speculate',
+                UserWarning,
+                stacklevel=2,
+            )
+            speculate = False
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.threads)
-        await run_async(run, self._limiter, self.cost_book, speculate=speculate and run.early_exit)
+        await run_async(
+            run,
+            self._limiter,
+            self.cost_book,
+            speculate=speculate and run.early_exit,
+            order=policy,
+            cost_of=self._node_cost,
+        )
         return self._finish(run)
 
     def ask_text(self, text: str, **options: Any) -> Response:
@@ -367,6 +482,8 @@ class System:
         self.cost_book.observe((a.part, a.end - a.start) for a in run.attempts)
         if self._chooser is not None:
             self._chooser.ran(a.part for a in run.attempts)
+        if self.learn:
+            self._observe(self.order_model, run)
         timeouts = errors = 0
         for a in run.attempts:
             if a.outcome != "ok":
