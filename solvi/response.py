@@ -15,7 +15,7 @@ from solvi.program import Program
 from solvi.record import canonical_json, record_hash, to_record_value
 from solvi.schedule import OK, Attempt, Cause, Run
 
-__all__ = ["Answer", "Response", "Safeguard", "Step", "Trace"]
+__all__ = ["RECORD_FORMAT", "Answer", "Response", "Safeguard", "Step", "Trace", "render"]
 
 Status = Literal["decided", "forced", "abstained"]
 RECORD_FORMAT = "solvi.record/1"
@@ -351,9 +351,14 @@ class Response:
             return canonical_json(self.record)
         return json.dumps(self.record, indent=indent, sort_keys=True, allow_nan=False)
 
-    def show(self) -> str:
-        """A readable text view of the answers, the steps and what was skipped."""
-        return render(self.record)
+    def show(self, *, timings: bool = True) -> str:
+        """A readable text view of the answers, the steps and what was skipped.
+
+        Args:
+            timings: include each step's duration (leave them out for a view
+                that is the same on every run).
+        """
+        return render(self.record, timings=timings)
 
 
 def _cause_text(cause: Cause) -> str:
@@ -367,7 +372,7 @@ def _short(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def render(record: Mapping[str, Any]) -> str:
+def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
     """Render a stored or fresh record as text (what `Response.show` and `solvi show` print)."""
     lines = [
         f"{record['catalog']}  hash {record['hash'][:12]}"
@@ -383,9 +388,8 @@ def render(record: Mapping[str, Any]) -> str:
         pw = max(len(s["part"]) for s in record["steps"])
         for s in record["steps"]:
             extra = f"  {s['message']}" if s["message"] else ""
-            lines.append(
-                f"  {s['part']:<{pw}}  {s['outcome']:<7}  {s['duration_ms']:>9.3f} ms{extra}"
-            )
+            took = f"  {s['duration_ms']:>9.3f} ms" if timings else ""
+            lines.append(f"  {s['part']:<{pw}}  {s['outcome']:<7}{took}{extra}".rstrip())
     if record["skipped"]:
         lines.append("skipped")
         pw = max(len(p) for p, _ in record["skipped"])

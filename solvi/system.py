@@ -192,6 +192,15 @@ class System:
                         msg,
                         name=q.rule,
                     )
+            if q.rule is None and q.uses is None and q.name not in parts:
+                rules = [p.name for p in self._parts if p.kind == "rule"]
+                hint = _closest(q.name, rules)
+                if hint:
+                    msg = (
+                        f"question {q.name!r} has no rule of that name{hint}; name the rule "
+                        f"(Question({q.name!r}, rule=...)), or pass uses= to report facts"
+                    )
+                    raise PlanError(msg, name=q.name)
             for fact in q.uses or ():
                 if fact not in facts:
                     msg = (

@@ -277,3 +277,18 @@ def test_plan_is_topological_and_mermaid_shows_every_step(claims: System) -> Non
     assert "fraud_model -->|fraud_score| fraud_ok" in text
     for step in flow.steps:
         assert f"    {step}" in text
+
+
+def test_a_misspelled_bare_question_name_is_caught() -> None:
+    """A question named like a rule but not exactly is a PlanError, not a silent report."""
+    cat = Catalog("c")
+
+    @cat.rule
+    def approve(amount: int) -> bool:
+        return amount < 100
+
+    with pytest.raises(
+        PlanError, match=r"'aprove' has no rule of that name.*did you mean 'approve'"
+    ):
+        System(cat, ["aprove"])
+    assert System(cat, ["summary"]).ask({"amount": 5})["summary"].status == "decided"
