@@ -689,25 +689,29 @@ class _Server:
 
     async def ask(self, request: Request) -> Response:
         """POST /v1/ask: the record of `await system.aask(state)`."""
+        from starlette.requests import ClientDisconnect
+
+        gone = _ClientError(
+            CLIENT_CLOSED,
+            "client_disconnected",
+            "the client closed the connection before the answer was ready",
+        )
         try:
             options = _ask_options(request.query_params, self.questions)
             _check_media_type(request)
             state = _parse_state(await _read_body(request, self.max_body))
         except _ClientError as err:
             return _refuse(err)
-        from starlette.requests import ClientDisconnect
-
+        except ClientDisconnect:
+            return _refuse(gone)
         started = perf_counter()
         self.metrics.in_flight += 1
         try:
             res = await self._answer(request, state, options)
-        except ClientDisconnect:
-            res = None
         finally:
             self.metrics.in_flight -= 1
         if res is None:
-            msg = "the client closed the connection before the answer was ready"
-            return _refuse(_ClientError(CLIENT_CLOSED, "client_disconnected", msg))
+            return _refuse(gone)
         self.metrics.observe(res, perf_counter() - started)
         from starlette.responses import Response
 

@@ -61,6 +61,24 @@ def _validator(description: dict[str, Any], schema: str) -> jsonschema.Draft2020
     return jsonschema.Draft202012Validator(root)
 
 
+def _scope(path: str) -> dict[str, Any]:
+    """The ASGI scope of a JSON POST to `path` on loopback."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 80),
+    }
+
+
 def _samples(text: str) -> dict[str, float]:
     """Parse a Prometheus text exposition into sample name (with labels) -> value."""
     out: dict[str, float] = {}
@@ -295,20 +313,7 @@ async def test_client_disconnect_cancels_the_request() -> None:
     async def send(message: MutableMapping[str, Any]) -> None:
         messages.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/ask",
-        "raw_path": b"/v1/ask",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 80),
-    }
+    scope = _scope("/v1/ask")
     with anyio.fail_after(5):
         await app(scope, receive, send)
     assert cancelled == ["lookup"]
@@ -318,6 +323,30 @@ async def test_client_disconnect_cancels_the_request() -> None:
         metrics = _samples((await c.get("/metrics")).text)
     assert metrics["solvi_requests_in_flight"] == 0
     assert metrics[_asks(499)] == 1
+
+
+@pytest.mark.asyncio
+async def test_client_disconnect_while_sending_the_body() -> None:
+    """A client that leaves halfway through its body gets no 500 and runs nothing."""
+    system = make_system()
+    app = asgi(system)
+    sent: list[MutableMapping[str, Any]] = []
+    incoming: Iterator[MutableMapping[str, Any]] = iter(
+        [
+            {"type": "http.request", "body": b'{"customer": ', "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+    )
+
+    async def receive() -> MutableMapping[str, Any]:
+        return next(incoming)
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    await app(_scope("/v1/ask"), receive, send)
+    assert sent[0]["status"] == 499
+    assert system.stats["requests"] == 0
 
 
 # -- plan, health, OpenAPI ---------------------------------------------------------------
@@ -641,8 +670,8 @@ def test_real_server_errors_are_4xx_json_and_counted(server: str) -> None:
             (http.post("/v1/ask?question=nope", json={}), 404, "unknown_question"),
             (http.post("/v1/ask", json=[]), 422, "not_an_object"),
         ]
-        for r, status, code in errors:
-            assert r.status_code == status
+        for r, expected, code in errors:
+            assert r.status_code == expected
             assert r.json()["error"]["code"] == code
         ok = http.post("/v1/ask", json=LOANS[2])
         assert ok.status_code == 200
@@ -651,8 +680,8 @@ def test_real_server_errors_are_4xx_json_and_counted(server: str) -> None:
     def grew(name: str) -> float:
         return after.get(name, 0.0) - before.get(name, 0.0)
 
-    for code in (400, 415, 413, 404, 422, 200):
-        assert grew(_asks(code)) == 1
+    for status in (400, 415, 413, 404, 422, 200):
+        assert grew(_asks(status)) == 1
     assert grew('solvi_safeguards_total{kind="error",part="debt_ratio"}') == 1
     assert grew('solvi_answers_total{question="approve",status="abstained"}') == 1
     assert grew('solvi_part_duration_seconds_count{part="credit_score"}') == 1
