@@ -174,12 +174,12 @@ def test_check_json_lists_unreachable_parts_and_request_keys(
     }
 
 
-def test_check_warns_about_a_question_without_a_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    """A question whose name matches no rule reports everything; check suggests the rule."""
-    status, out, _ = _run(capsys, "check", "tests/solvi/flows/ruleless.py:system")
-    assert status == 0
-    assert "warning: question 'aprove' has no rule of that name" in out
-    assert "(did you mean 'approve'?)" in out
+def test_check_reports_a_misspelled_question_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare question name that looks like a rule's is a build error naming the rule."""
+    status, out, err = _run(capsys, "check", "tests/solvi/flows/ruleless.py:system")
+    assert status == 1
+    assert out == ""
+    assert "question 'aprove' has no rule of that name (did you mean 'approve'?)" in err
 
 
 def test_check_fails_cleanly_when_the_system_cannot_be_built(
