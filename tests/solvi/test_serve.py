@@ -226,6 +226,27 @@ async def test_oversized_body_by_content_length() -> None:
 
 
 @pytest.mark.asyncio
+async def test_oversized_content_length_is_refused_without_reading() -> None:
+    """A Content-Length over max_body is refused before a single body byte is read."""
+    app = asgi(make_system(), max_body=100)
+    reads: list[str] = []
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        reads.append("read")
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = _scope("/v1/ask")
+    scope["headers"] = [*scope["headers"], (b"content-length", b"1000000000")]
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert reads == []
+
+
+@pytest.mark.asyncio
 async def test_oversized_body_while_reading() -> None:
     """A chunked body without Content-Length is cut off once it passes max_body."""
 
