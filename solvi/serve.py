@@ -746,11 +746,9 @@ class _Server:
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
-                while True:
-                    message = await request.receive()
-                    if message["type"] == "http.disconnect":
-                        tg.cancel_scope.cancel()
-                        return
+                # Once the body is read, the next message an ASGI server sends is the disconnect.
+                if (await request.receive())["type"] == "http.disconnect":
+                    tg.cancel_scope.cancel()
 
             tg.start_soon(watch)
             done.append(

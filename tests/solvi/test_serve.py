@@ -241,7 +241,8 @@ async def test_oversized_content_length_is_refused_without_reading() -> None:
 
     scope = _scope("/v1/ask")
     scope["headers"] = [*scope["headers"], (b"content-length", b"1000000000")]
-    await app(scope, receive, send)
+    with anyio.fail_after(5):
+        await app(scope, receive, send)
     assert sent[0]["status"] == 413
     assert reads == []
 
@@ -365,7 +366,8 @@ async def test_client_disconnect_while_sending_the_body() -> None:
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
-    await app(_scope("/v1/ask"), receive, send)
+    with anyio.fail_after(5):
+        await app(_scope("/v1/ask"), receive, send)
     assert sent[0]["status"] == 499
     assert system.stats["requests"] == 0
 
