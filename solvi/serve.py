@@ -48,18 +48,18 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_DEPTH", "add_serve_command", "asgi", "load_system", "main", "run"]
 
-INSTALL = "pip install 'solvi[serve]'"
+_INSTALL = "pip install 'solvi[serve]'"
 
 #: The deepest nesting of lists and objects a posted state may have: deeper
 #: values would exhaust the stack when the record is written.
 MAX_DEPTH = 64
 
 #: Upper bounds (seconds) of the latency histograms.
-BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
-ASK_OPTIONS = ("early_exit", "speculate", "timeout", "question")
-STATUSES = ("decided", "forced", "abstained")
-ERROR_CODES = (
+_ASK_OPTIONS = ("early_exit", "speculate", "timeout", "question")
+_STATUSES = ("decided", "forced", "abstained")
+_ERROR_CODES = (
     "invalid_json",
     "invalid_query",
     "not_an_object",
@@ -73,7 +73,7 @@ ERROR_CODES = (
     "client_disconnected",
 )
 #: Not a standard status: what nginx logs when the client left before the answer.
-CLIENT_CLOSED = 499
+_CLIENT_CLOSED = 499
 
 
 def _need(package: str) -> ModuleType:
@@ -83,7 +83,7 @@ def _need(package: str) -> ModuleType:
     except ImportError as exc:
         msg = (
             f"solvi's HTTP server needs {package}, which is not installed; install the serve "
-            f"extra with: {INSTALL}"
+            f"extra with: {_INSTALL}"
         )
         raise ImportError(msg, name=package) from exc
 
@@ -174,7 +174,7 @@ def _seconds(name: str, text: str) -> float:
 
 
 def _ask_options(params: QueryParams, questions: Sequence[str]) -> _AskOptions:
-    given = _single(params, ASK_OPTIONS)
+    given = _single(params, _ASK_OPTIONS)
     question = given.get("question")
     if question is not None and question not in questions:
         msg = (
@@ -314,22 +314,22 @@ class _Histogram:
     __slots__ = ("count", "counts", "total")
 
     def __init__(self) -> None:
-        self.counts = [0] * len(BUCKETS)
+        self.counts = [0] * len(_BUCKETS)
         self.total = 0.0
         self.count = 0
 
     def observe(self, seconds: float) -> None:
         self.total += seconds
         self.count += 1
-        i = bisect_left(BUCKETS, seconds)
-        if i < len(BUCKETS):
+        i = bisect_left(_BUCKETS, seconds)
+        if i < len(_BUCKETS):
             self.counts[i] += 1
 
     def lines(self, name: str, labels: str) -> list[str]:
         sep = "," if labels else ""
         out: list[str] = []
         running = 0
-        for bound, n in zip(BUCKETS, self.counts, strict=True):
+        for bound, n in zip(_BUCKETS, self.counts, strict=True):
             running += n
             out.append(f'{name}_bucket{{{labels}{sep}le="{bound}"}} {running}')
         out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
@@ -351,7 +351,7 @@ class _Metrics:
         self.version = system.version
         self.http: dict[tuple[str, str, int], int] = {}
         self.answers: dict[tuple[str, str], int] = {
-            (q.name, status): 0 for q in system.questions for status in STATUSES
+            (q.name, status): 0 for q in system.questions for status in _STATUSES
         }
         self.safeguards: dict[tuple[str, str], int] = {}
         self.parts: dict[str, _Histogram] = {}
@@ -527,7 +527,7 @@ def _openapi(system: System, max_body: int) -> dict[str, Any]:
         },
         "Record": record,
         "Answer": _obj(
-            status={"type": "string", "enum": list(STATUSES)},
+            status={"type": "string", "enum": list(_STATUSES)},
             value={"description": "The answer's value (null when it abstained)."},
             reason=_STR,
             guard={**_STR_OR_NULL, "description": "What stopped the question, if anything."},
@@ -577,7 +577,9 @@ def _openapi(system: System, max_body: int) -> dict[str, Any]:
             questions=_STRS,
             **{"async": {"type": "boolean"}},
         ),
-        "Error": _obj(error=_obj(code={"type": "string", "enum": list(ERROR_CODES)}, message=_STR)),
+        "Error": _obj(
+            error=_obj(code={"type": "string", "enum": list(_ERROR_CODES)}, message=_STR)
+        ),
     }
     ask = _operation(
         "ask",
@@ -692,7 +694,7 @@ class _Server:
         from starlette.requests import ClientDisconnect
 
         gone = _ClientError(
-            CLIENT_CLOSED,
+            _CLIENT_CLOSED,
             "client_disconnected",
             "the client closed the connection before the answer was ready",
         )
@@ -1015,7 +1017,7 @@ def add_serve_command(
         help="serve a System over HTTP (POST /v1/ask, plan, health, metrics)",
         description=(
             "Serve a System over HTTP with uvicorn: POST /v1/ask, GET /v1/plan, GET /healthz, "
-            f"GET /metrics, GET /openapi.json. Needs the serve extra: {INSTALL}"
+            f"GET /metrics, GET /openapi.json. Needs the serve extra: {_INSTALL}"
         ),
     )
     _add_arguments(parser)
