@@ -625,7 +625,8 @@ def server() -> Iterator[str]:
     command = [
         sys.executable,
         "-c",
-        "import sys; from solvi.serve import main; sys.exit(main(sys.argv[1:]))",
+        "import sys; from solvi.cli import main; sys.exit(main(sys.argv[1:]))",
+        "serve",
         f"{SERVE_APP.relative_to(ROOT)}:system",
         "--port",
         str(port),
