@@ -58,18 +58,25 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
         run.block(node, cause)
         return
     vals = run.vals
-    for tried, part in enumerate(node.parts):
-        args = tuple(vals[i] for i in part.inputs)
+    first = run.resume_from.get(node.index, 0) if run.resume_from else 0
+    for tried in range(first, len(node.parts)):
+        part = node.parts[tried]
         start = perf_counter()
+        if run.journal is not None:
+            refused = run.starting(node, tried)
+            if refused is not None:
+                if run.called(node, tried, start, perf_counter(), None, refused):
+                    return
+                continue
+        args = tuple(vals[i] for i in part.inputs)
         try:
             if _inline_sync(part):
                 value = part.func(*args)
             else:
                 value = await _call(part, args, effective_timeout(part, run.timeout), limiter)
         except Exception as exc:
-            if run.called(
-                node, tried, start, perf_counter(), None, cause_of(exc, part.name, node.fact)
-            ):
+            cause = cause_of(exc, part.name, node.fact)
+            if run.called(node, tried, start, perf_counter(), None, cause):
                 return
         else:
             if run.called(node, tried, start, perf_counter(), value, None):

@@ -9,7 +9,15 @@ from typing import Any
 
 from solvi.calls import call_sync, cause_of
 from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
-from solvi.schedule import OK, Attempt, Cause, Run, learned_batches, rest_after_learned
+from solvi.schedule import (
+    OK,
+    PENDING,
+    Attempt,
+    Cause,
+    Run,
+    learned_batches,
+    rest_after_learned,
+)
 
 __all__: list[str] = []
 
@@ -21,15 +29,22 @@ def run_node(run: Run, node: Node) -> None:
         run.block(node, cause)
         return
     vals = run.vals
-    for tried, part in enumerate(node.parts):
-        args = tuple(vals[i] for i in part.inputs)
+    first = run.resume_from.get(node.index, 0) if run.resume_from else 0
+    for tried in range(first, len(node.parts)):
+        part = node.parts[tried]
         start = perf_counter()
+        if run.journal is not None:
+            refused = run.starting(node, tried)
+            if refused is not None:
+                if run.called(node, tried, start, perf_counter(), None, refused):
+                    return
+                continue
+        args = tuple(vals[i] for i in part.inputs)
         try:
             value = call_sync(part, args, effective_timeout(part, run.timeout))
         except Exception as exc:
-            if run.called(
-                node, tried, start, perf_counter(), None, cause_of(exc, part.name, node.fact)
-            ):
+            cause = cause_of(exc, part.name, node.fact)
+            if run.called(node, tried, start, perf_counter(), None, cause):
                 return
         else:
             if run.called(node, tried, start, perf_counter(), value, None):
@@ -41,12 +56,15 @@ def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> 
     vals = run.vals
     attempts = run.attempts
     status = run.status
+    plain = run.journal is None and not run.resume_from
     for index in phase:
         node = nodes[index]
+        if status[index] != PENDING:
+            continue  # settled before a resume
         if filter_wanted and not node.qmask & run.open_mask:
             run.skip_unneeded(node)
             continue
-        if node.simple and not run.causes:
+        if plain and node.simple and not run.causes:
             # The fast path: one plain sync producer and nothing missing.
             arity = node.arity
             func = node.func

@@ -92,7 +92,10 @@ class Trace:
 class Response:
     """The result of one request; everything derived is computed on first access."""
 
-    def __init__(self, run: Run, catalog: str, catalog_version: str) -> None:
+    def __init__(
+        self, run: Run, catalog: str, catalog_version: str, *, request_id: str | None = None
+    ) -> None:
+        self.request_id = request_id
         self._run = run
         self._program: Program = run.program
         self._catalog = catalog
@@ -171,6 +174,11 @@ class Response:
         return MappingProxyType(
             {n.fact: run.vals[n.fact] for n in self._program.nodes if run.status[n.index] == OK}
         )
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """After a resume: each interrupted step and what became of it."""
+        return tuple(self._run.notes)
 
     @property
     def flow(self) -> Flow:
@@ -341,6 +349,8 @@ class Response:
             fact: to_record_value(dict(c), f"plan {fact}") for fact, c in self.trace.plan.items()
         }
         body["order"] = list(self.trace.order)
+        body["request_id"] = self.request_id
+        body["notes"] = list(self.notes)
         body["hash"] = self.hash
         body["decision_hash"] = self.decision_hash
         return body

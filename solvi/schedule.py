@@ -78,10 +78,13 @@ class Run:
         "early_exit",
         "evaluated",
         "found",
+        "journal",
+        "notes",
         "open_mask",
         "order_lines",
         "prices",
         "program",
+        "resume_from",
         "row",
         "settled",
         "skip_reasons",
@@ -121,6 +124,12 @@ class Run:
         self.evaluated: list[int] = []
         self.order_lines: list[OrderLine] = []
         self.row: dict[str, float] | None = None
+        #: the request's journal writer, when the System keeps one
+        self.journal: Any = None
+        #: on resume: node -> index of the first producer still to try
+        self.resume_from: dict[int, int] = {}
+        #: on resume: what happened to interrupted steps
+        self.notes: list[str] = []
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}
@@ -142,11 +151,27 @@ class Run:
 
     # -- after a call ---------------------------------------------------------
 
+    def starting(self, node: Node, tried: int) -> Cause | None:
+        """Journal that a call begins; a Cause when that cannot be written (it must not start)."""
+        part = node.parts[tried]
+        try:
+            self.journal.started(node.index, part.name)
+        except Exception as exc:
+            message = f"journal could not record the start: {type(exc).__name__}: {exc}"
+            return Cause("error", part.name, node.fact, message)
+        return None
+
     def called(
         self, node: Node, tried: int, start: float, end: float, value: Any, cause: Cause | None
     ) -> bool:
         """Note one call of the node's `tried`-th producer; True when the node is done."""
         part = node.parts[tried]
+        if self.journal is not None:
+            try:
+                self.journal.settled(node.index, part.name, value, cause)
+            except Exception as exc:
+                message = f"journal could not record the result: {type(exc).__name__}: {exc}"
+                cause = Cause("error", part.name, node.fact, message)
         if cause is None:
             self.attempts.append(Attempt(node.index, part.name, node.fact, start, end, "ok"))
             self.succeed(node, value, tried)

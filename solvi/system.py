@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -11,12 +12,14 @@ from typing import Any, Literal
 
 import anyio
 
+from solvi import recovery
 from solvi.aexecute import run_async
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
+from solvi.journal import SQLiteJournal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
@@ -62,6 +65,8 @@ class System:
             declared decides (answers identical under any order);
             ``"found"``: a learned order may stop at the first failing check
             it finds, and the guard names that check.
+        journal: a path, ``sqlite:///path`` or `SQLiteJournal`: journal every
+            request so that `recover` and `resume` can finish it after a crash.
 
     Raises:
         PlanError: a question names a rule, fact or part the catalog lacks.
@@ -85,6 +90,7 @@ class System:
         order: Literal["default", "learned"] = "default",
         learn: bool = False,
         guards: Literal["declared", "found"] = "declared",
+        journal: Any = None,
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -132,6 +138,7 @@ class System:
         self.learn = learn or order == "learned"
         self.guards = guards
         self.order_model = OrderModel()
+        self.journal: SQLiteJournal | None = None if journal is None else open_journal(journal)
         self.cost_policy = cost_policy
         self.costs = costs or MeasuredCosts()
         self.logger = logger
@@ -324,6 +331,54 @@ class System:
             if node.is_hard_check and run.status[i] == OK:
                 model.observe(node.parts[0].name, row, not run.vals[node.fact])
 
+    # -- journal and recovery -------------------------------------------------
+
+    def _journal(self, what: str) -> SQLiteJournal:
+        if self.journal is None:
+            msg = f"{what}() needs a journal: System(..., journal='decisions.journal')"
+            raise SolviError(msg)
+        return self.journal
+
+    def journal_status(self) -> list[recovery.Recovery]:
+        """Every unfinished journaled request of this catalog, read only.
+
+        A step is shown as running only while its owner process lives; once
+        the owner is gone it is interrupted (during execution, or before start).
+        """
+        return recovery.inspect(self._journal("journal_status"), self.name)
+
+    def recover(self) -> list[recovery.Recovery]:
+        """Claim every unfinished request whose owner process died, and list them.
+
+        Two processes recovering at once never claim the same request.
+        """
+        return recovery.recover(self._journal("recover"), self.name)
+
+    def resume(self, request_id: str) -> Response:
+        """Finish a journaled request: settled steps are reused, the rest run.
+
+        A step interrupted before its start runs now; one interrupted during
+        execution runs again only if its part is ``idempotent=True``, else the
+        questions that need it abstain with guard ``"interrupted"``. For
+        deterministic parts the answers and hash equal an uninterrupted run's;
+        `Response.notes` names each interrupted step and what became of it.
+
+        Raises:
+            ResumeRefused: the request is closed, owned by a live process, or
+                its catalog version, input or plan changed.
+        """
+        journal = self._journal("resume")
+
+        def program_for(state: dict[str, Any]) -> Program:
+            return self._program_for(state)[0]
+
+        run, untouched = recovery.prepare_resume(
+            journal, request_id, program_for, self.version, self.timeout
+        )
+        run_sequential(run)
+        recovery.notes_after_resume(run, untouched)
+        return self._finish(run)
+
     def freeze_costs(self) -> None:
         """Stop switching producers: keep each fact's current choice.
 
@@ -360,6 +415,7 @@ class System:
         workers: int | None = None,
         timeout: float | None = None,
         order: Any = None,
+        request_id: str | None = None,
     ) -> Response:
         """Answer every question for one request, synchronously.
 
@@ -370,6 +426,8 @@ class System:
             timeout: seconds, for async and blocking parts without their own.
             order: ``"default"``, ``"learned"``, or an object with
                 ``p_fail(check, row)`` and ``row(vals, init_keys)``.
+            request_id: the request's id in the journal and the store
+                (default: a fresh random id).
 
         Returns:
             The Response. Parts that raise or time out never raise here: they
@@ -378,6 +436,23 @@ class System:
         Raises:
             TypeError: `state` is not a mapping with string keys.
         """
+        run = self._start(state, early_exit, timeout, request_id)
+        policy = self._order_policy(order)
+        n = self.workers if workers is None else workers
+        if n == 1:
+            run_sequential(run, policy, self._node_cost)
+        else:
+            _check_positive("workers", n, integer=True)
+            run_threaded(run, self._pool(n), policy, self._node_cost)
+        return self._finish(run)
+
+    def _start(
+        self,
+        state: Mapping[str, Any],
+        early_exit: bool | None,
+        timeout: float | None,
+        request_id: str | None,
+    ) -> Run:
         if not isinstance(state, dict):
             state = self._as_state(state)
         program, prices = self._program_for(state)
@@ -390,14 +465,10 @@ class System:
             prices=prices,
             found=self.guards == "found",
         )
-        policy = self._order_policy(order)
-        n = self.workers if workers is None else workers
-        if n == 1:
-            run_sequential(run, policy, self._node_cost)
-        else:
-            _check_positive("workers", n, integer=True)
-            run_threaded(run, self._pool(n), policy, self._node_cost)
-        return self._finish(run)
+        if self.journal is not None:
+            rid = request_id or uuid.uuid4().hex
+            recovery.begin(self.journal, run, rid, self.name, self.version)
+        return run
 
     async def aask(
         self,
@@ -407,6 +478,7 @@ class System:
         speculate: bool = False,
         timeout: float | None = None,
         order: Any = None,
+        request_id: str | None = None,
     ) -> Response:
         """Answer every question for one request on the running event loop.
 
@@ -427,18 +499,7 @@ class System:
         Raises:
             TypeError: `state` is not a mapping with string keys.
         """
-        if not isinstance(state, dict):
-            state = self._as_state(state)
-        program, prices = self._program_for(state)
-        run = Run(
-            program,
-            state,
-            early_exit=self.early_exit if early_exit is None else early_exit,
-            timeout=self.timeout if timeout is None else timeout,
-            started=perf_counter(),
-            prices=prices,
-            found=self.guards == "found",
-        )
+        run = self._start(state, early_exit, timeout, request_id)
         policy = self._order_policy(order)
         if policy is not None and speculate:
             warnings.warn(
@@ -506,7 +567,12 @@ class System:
             if timeouts or errors:
                 stats["timeouts"] += timeouts
                 stats["errors"] += errors
-        response = Response(run, self.name, self.version)
+        request_id: str | None = None
+        if run.journal is not None:
+            request_id = str(run.journal.request_id)
+        response = Response(run, self.name, self.version, request_id=request_id)
+        if request_id is not None and self.journal is not None:
+            self.journal.close_request(request_id, response.hash)
         if self.logger is not None:
             self._log(response, run)
         return response
@@ -548,11 +614,16 @@ class System:
         return pool
 
     def close(self) -> None:
-        """Stop the worker threads this System started (it can still be asked later)."""
+        """Stop the worker threads this System started and close its journal.
+
+        Without a journal the System can still be asked afterwards.
+        """
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
+        if self.journal is not None:
+            self.journal.close()
 
     def __enter__(self) -> System:
         return self

@@ -1,0 +1,425 @@
+"""The journal: each request's progress, written ahead, so a crash loses nothing silently.
+
+Per request, an *open* entry (plan, input, input hash, catalog version) is
+committed before the first step is dispatched; a *started* entry before a
+part is called (if it cannot be written, the call does not start); a
+*settled* entry with the value or error before any step that reads it is
+released; a *closed* entry once the response exists. "Interrupted" is never
+written: it is derived, for an unclosed request whose owner process is gone,
+as *interrupted during execution* (started, not settled) or *interrupted
+before start* (never started).
+
+Owners prove they are alive by holding an exclusive lock on a file of their
+own next to the database for as long as their journal is open; the lock
+vanishes with the process, however it dies.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "JournalEntry",
+    "JournalError",
+    "RequestJournal",
+    "SQLiteJournal",
+    "StepState",
+    "open_journal",
+]
+
+from solvi.errors import SolviError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_requests (
+    request_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    catalog TEXT NOT NULL,
+    catalog_version TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
+    input TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    early_exit INTEGER NOT NULL,
+    opened_at REAL NOT NULL,
+    closed_at REAL,
+    response_hash TEXT
+);
+CREATE TABLE IF NOT EXISTS journal_entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    part TEXT NOT NULL,
+    outcome TEXT,
+    value TEXT,
+    message TEXT,
+    at REAL NOT NULL,
+    checksum TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_id, seq);
+CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (closed_at);
+"""
+VERSION = 1
+
+
+class JournalError(SolviError, RuntimeError):
+    """The journal cannot be written or read as it must be."""
+
+
+def _checksum(*fields: Any) -> str:
+    text = "\x1f".join("" if f is None else str(f) for f in fields)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@attrs.frozen
+class JournalEntry:
+    """One started or settled entry of a request."""
+
+    seq: int
+    kind: str  # "started" | "settled"
+    step: int
+    part: str
+    outcome: str | None
+    value: Any
+    message: str | None
+    at: float
+
+
+@attrs.frozen
+class StepState:
+    """What the journal says of one planned step, as a reader may show it.
+
+    `state` is ``"settled"``, ``"running"`` (only while the owner lives),
+    ``"interrupted during execution"``, ``"interrupted before start"`` or
+    ``"not started"`` (owner alive).
+    """
+
+    part: str
+    state: str
+    outcome: str | None = None
+
+
+@attrs.frozen
+class RequestJournal:
+    """Everything the journal holds about one request."""
+
+    request_id: str
+    owner: str
+    owner_alive: bool
+    catalog: str
+    catalog_version: str
+    input_hash: str
+    input: dict[str, Any]
+    plan: tuple[str, ...]
+    early_exit: bool
+    closed: bool
+    entries: tuple[JournalEntry, ...]
+    skipped_torn: int
+
+    def steps(self) -> tuple[StepState, ...]:
+        """Each planned step's state, never "running" once the owner is gone."""
+        started: dict[str, JournalEntry] = {}
+        settled: dict[str, JournalEntry] = {}
+        for e in self.entries:
+            (started if e.kind == "started" else settled)[e.part] = e
+        out = []
+        for part in self.plan:
+            if part in settled:
+                out.append(StepState(part, "settled", settled[part].outcome))
+            elif part in started:
+                state = "running" if self.owner_alive else "interrupted during execution"
+                out.append(StepState(part, state))
+            elif self.closed:
+                out.append(StepState(part, "not run"))
+            else:
+                state = "not started" if self.owner_alive else "interrupted before start"
+                out.append(StepState(part, state))
+        return tuple(out)
+
+
+def input_hash(state_json: str) -> str:
+    """sha256 of a request's canonical input."""
+    return hashlib.sha256(state_json.encode()).hexdigest()
+
+
+class SQLiteJournal:
+    """A journal in a SQLite file (WAL), shared by the processes of one machine.
+
+    Args:
+        path: the database file.
+        synchronous: ``"NORMAL"`` (default) survives a killed process, not a
+            power loss; ``"FULL"`` survives both, at an fsync per commit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            msg = f'synchronous must be "NORMAL" or "FULL", got {synchronous!r}'
+            raise ValueError(msg)
+        self.path = Path(path)
+        self.synchronous = synchronous
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._local = threading.local()
+        self._lock_dir = Path(f"{self.path}.owners")
+        self._lock_dir.mkdir(parents=True, exist_ok=True)
+        self._owner_file = open(self._lock_dir / f"{self._safe(self.owner)}.lock", "w")
+        fcntl.flock(self._owner_file, fcntl.LOCK_EX)
+        conn = self._conn()
+        with conn:
+            conn.executescript(SCHEMA)
+            row = conn.execute("SELECT version FROM journal_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO journal_version VALUES (?)", (VERSION,))
+            elif row[0] > VERSION:
+                msg = (
+                    f"journal {self.path} has schema version {row[0]}, newer than this "
+                    f"solvi understands ({VERSION}); upgrade solvi"
+                )
+                raise JournalError(msg)
+
+    @staticmethod
+    def _safe(owner: str) -> str:
+        return owner.replace(":", "_").replace("/", "_")
+
+    def __repr__(self) -> str:
+        return f"SQLiteJournal({str(self.path)!r})"
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._local.conn = conn
+        return conn
+
+    def __del__(self) -> None:
+        # An abandoned journal releases its owner lock, as the process's death would.
+        owner_file = getattr(self, "_owner_file", None)
+        if owner_file is not None and not owner_file.closed:
+            self.close()
+
+    def close(self) -> None:
+        """Release this process's owner lock (its unclosed requests become recoverable)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        if not self._owner_file.closed:
+            fcntl.flock(self._owner_file, fcntl.LOCK_UN)
+            self._owner_file.close()
+            try:
+                (self._lock_dir / f"{self._safe(self.owner)}.lock").unlink()
+            except FileNotFoundError:
+                pass
+
+    # -- writing -------------------------------------------------------------
+
+    def open(
+        self,
+        request_id: str,
+        *,
+        catalog: str,
+        catalog_version: str,
+        state_json: str,
+        plan: tuple[str, ...],
+        early_exit: bool,
+    ) -> None:
+        """Commit the open entry of a request; nothing runs before it returns."""
+        self._conn().execute(
+            "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
+            "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                request_id,
+                self.owner,
+                catalog,
+                catalog_version,
+                input_hash(state_json),
+                state_json,
+                json.dumps(list(plan)),
+                int(early_exit),
+                time.time(),
+            ),
+        )
+
+    def started(self, request_id: str, step: int, part: str) -> None:
+        """Commit that a part's call is about to begin."""
+        self._entry(request_id, "started", step, part, None, None, None)
+
+    def settled(
+        self,
+        request_id: str,
+        step: int,
+        part: str,
+        outcome: str,
+        value_json: str | None,
+        message: str | None,
+    ) -> None:
+        """Commit a call's outcome (and value) before anything reads it."""
+        self._entry(request_id, "settled", step, part, outcome, value_json, message)
+
+    def _entry(
+        self,
+        request_id: str,
+        kind: str,
+        step: int,
+        part: str,
+        outcome: str | None,
+        value: str | None,
+        message: str | None,
+    ) -> None:
+        self._conn().execute(
+            "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
+            "message, at, checksum) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                request_id,
+                kind,
+                step,
+                part,
+                outcome,
+                value,
+                message,
+                time.time(),
+                _checksum(request_id, kind, step, part, outcome, value, message),
+            ),
+        )
+
+    def close_request(self, request_id: str, response_hash: str) -> None:
+        """Commit that the request's response exists."""
+        self._conn().execute(
+            "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
+            (time.time(), response_hash, request_id),
+        )
+
+    # -- reading and recovery ---------------------------------------------------
+
+    def owner_alive(self, owner: str) -> bool:
+        """Whether the process that owns `owner` still holds its lock."""
+        if owner == self.owner:
+            return not self._owner_file.closed
+        path = self._lock_dir / f"{self._safe(owner)}.lock"
+        try:
+            handle = open(path)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            handle.close()
+        return False
+
+    def load(self, request_id: str) -> RequestJournal:
+        """Everything journaled for one request.
+
+        Raises:
+            JournalError: no such request.
+        """
+        conn = self._conn()
+        row = conn.execute(
+            "SELECT request_id, owner, catalog, catalog_version, input_hash, input, plan, "
+            "early_exit, closed_at FROM journal_requests WHERE request_id = ?",
+            (request_id,),
+        ).fetchone()
+        if row is None:
+            msg = f"the journal {self.path} has no request {request_id!r}"
+            raise JournalError(msg)
+        entries: list[JournalEntry] = []
+        torn = 0
+        rows = conn.execute(
+            "SELECT seq, kind, step, part, outcome, value, message, at, checksum "
+            "FROM journal_entries WHERE request_id = ? ORDER BY seq",
+            (request_id,),
+        ).fetchall()
+        for seq, kind, step, part, outcome, value, message, at, checksum in rows:
+            if checksum != _checksum(request_id, kind, step, part, outcome, value, message):
+                torn += 1  # a damaged entry is skipped, never fatal
+                continue
+            try:
+                decoded = None if value is None else json.loads(value)
+            except ValueError:
+                torn += 1
+                continue
+            entries.append(JournalEntry(seq, kind, step, part, outcome, decoded, message, at))
+        return RequestJournal(
+            request_id=row[0],
+            owner=row[1],
+            owner_alive=self.owner_alive(row[1]),
+            catalog=row[2],
+            catalog_version=row[3],
+            input_hash=row[4],
+            input=json.loads(row[5]),
+            plan=tuple(json.loads(row[6])),
+            early_exit=bool(row[7]),
+            closed=row[8] is not None,
+            entries=tuple(entries),
+            skipped_torn=torn,
+        )
+
+    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
+        """Every request opened and not closed (read only; claims nothing)."""
+        query = "SELECT request_id FROM journal_requests WHERE closed_at IS NULL"
+        args: tuple[Any, ...] = ()
+        if catalog is not None:
+            query += " AND catalog = ?"
+            args = (catalog,)
+        for (request_id,) in self._conn().execute(query + " ORDER BY opened_at", args).fetchall():
+            yield self.load(request_id)
+
+    def claim(self, request_id: str) -> bool:
+        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT owner, closed_at FROM journal_requests WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+            if row is None or row[1] is not None:
+                conn.execute("ROLLBACK")
+                return False
+            if row[0] != self.owner and self.owner_alive(row[0]):
+                conn.execute("ROLLBACK")
+                return False
+            conn.execute(
+                "UPDATE journal_requests SET owner = ? WHERE request_id = ?",
+                (self.owner, request_id),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return True
+
+
+def open_journal(spec: Any) -> SQLiteJournal:
+    """A journal from a path, ``sqlite:///path``, or a journal object.
+
+    Raises:
+        ValueError: the spec names no journal solvi can open.
+    """
+    if isinstance(spec, SQLiteJournal):
+        return spec
+    if isinstance(spec, os.PathLike):
+        return SQLiteJournal(spec)
+    if isinstance(spec, str):
+        if spec.startswith("sqlite:///"):
+            return SQLiteJournal(spec[len("sqlite:///") :])
+        if "://" not in spec:
+            return SQLiteJournal(spec)
+    msg = f"journal= takes a file path, 'sqlite:///path' or a SQLiteJournal, got {spec!r}"
+    raise ValueError(msg)

@@ -1,0 +1,223 @@
+"""Journaling requests as they run, and finishing them after a crash.
+
+The System calls `begin` before running a journaled request and `end` after
+it; `inspect`, `recover` and `prepare_resume` read the journal back.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+import attrs
+
+from solvi.errors import SolviError
+from solvi.journal import JournalEntry, RequestJournal, SQLiteJournal, StepState, input_hash
+from solvi.program import Program
+from solvi.record import canonical_json, to_record_value
+from solvi.schedule import FAILED, OK, Cause, Run
+
+__all__ = ["Recovery", "ResumeRefused"]
+
+
+class ResumeRefused(SolviError, ValueError):
+    """A journaled request cannot be resumed safely (see the message)."""
+
+
+@attrs.frozen
+class Recovery:
+    """An unfinished request whose owner died, now claimed by this process."""
+
+    request_id: str
+    input: dict[str, Any]
+    settled: tuple[str, ...]
+    interrupted_during_execution: tuple[str, ...]
+    interrupted_before_start: tuple[str, ...]
+    skipped_torn: int
+    steps: tuple[StepState, ...]
+
+
+class JournalWriter:
+    """Binds a journal to one request for the scheduler's `starting`/`called` hooks."""
+
+    __slots__ = ("journal", "request_id")
+
+    def __init__(self, journal: SQLiteJournal, request_id: str) -> None:
+        self.journal = journal
+        self.request_id = request_id
+
+    def started(self, step: int, part: str) -> None:
+        """Commit a started entry."""
+        self.journal.started(self.request_id, step, part)
+
+    def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
+        """Commit a settled entry with the value (as JSON) or the error."""
+        if cause is None:
+            data = canonical_json(to_record_value(value, part))
+            self.journal.settled(self.request_id, step, part, "ok", data, None)
+        else:
+            self.journal.settled(self.request_id, step, part, cause.kind, None, cause.message)
+
+
+def state_json(state: dict[str, Any]) -> str:
+    """The canonical JSON of a request's input (what the journal keeps and hashes)."""
+    return canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
+
+
+def begin(
+    journal: SQLiteJournal,
+    run: Run,
+    request_id: str,
+    catalog: str,
+    catalog_version: str,
+) -> None:
+    """Commit the open entry and attach the writer; nothing has run yet."""
+    journal.open(
+        request_id,
+        catalog=catalog,
+        catalog_version=catalog_version,
+        state_json=state_json(run.state),
+        plan=run.program.flow.steps,
+        early_exit=run.early_exit,
+    )
+    run.journal = JournalWriter(journal, request_id)
+
+
+def _recovery(rj: RequestJournal) -> Recovery:
+    steps = rj.steps()
+    return Recovery(
+        request_id=rj.request_id,
+        input=rj.input,
+        settled=tuple(s.part for s in steps if s.state == "settled"),
+        interrupted_during_execution=tuple(
+            s.part for s in steps if s.state == "interrupted during execution"
+        ),
+        interrupted_before_start=tuple(
+            s.part for s in steps if s.state == "interrupted before start"
+        ),
+        skipped_torn=rj.skipped_torn,
+        steps=steps,
+    )
+
+
+def recover(journal: SQLiteJournal, catalog: str) -> list[Recovery]:
+    """Claim every unfinished request of `catalog` whose owner is dead."""
+    out = []
+    for rj in journal.unfinished(catalog):
+        if rj.owner_alive and rj.owner != journal.owner:
+            continue
+        if journal.claim(rj.request_id):
+            out.append(_recovery(journal.load(rj.request_id)))
+    return out
+
+
+def inspect(journal: SQLiteJournal, catalog: str) -> list[Recovery]:
+    """Every unfinished request of `catalog`, read only (claims nothing)."""
+    return [_recovery(rj) for rj in journal.unfinished(catalog)]
+
+
+def prepare_resume(
+    journal: SQLiteJournal,
+    request_id: str,
+    program_for: Any,
+    catalog_version: str,
+    timeout: float | None,
+) -> tuple[Run, list[str]]:
+    """A Run holding what the journal settled, ready for a driver to finish, and the
+    planned steps the crash left before their start.
+
+    Raises:
+        ResumeRefused: the request is closed, owned by a live process, or its
+            catalog version, input or plan differ from this System's.
+    """
+    rj = journal.load(request_id)
+    if rj.closed:
+        msg = f"request {request_id!r} is already closed; there is nothing to resume"
+        raise ResumeRefused(msg)
+    if rj.catalog_version != catalog_version:
+        msg = (
+            f"request {request_id!r} was journaled by catalog version {rj.catalog_version}, "
+            f"this System is version {catalog_version}; resume it with the catalog that "
+            f"started it"
+        )
+        raise ResumeRefused(msg)
+    if input_hash(state_json(rj.input)) != rj.input_hash:
+        msg = f"request {request_id!r}: the journaled input does not match its hash"
+        raise ResumeRefused(msg)
+    if rj.owner != journal.owner and not journal.claim(request_id):
+        msg = (
+            f"request {request_id!r} belongs to a live process ({rj.owner}); only a dead "
+            f"owner's requests can be resumed"
+        )
+        raise ResumeRefused(msg)
+    program: Program = program_for(rj.input)
+    if program.flow.steps != rj.plan:
+        msg = (
+            f"request {request_id!r} was planned as {list(rj.plan)}, now "
+            f"{list(program.flow.steps)}; the plan changed, so it cannot be resumed"
+        )
+        raise ResumeRefused(msg)
+    run = Run(
+        program, dict(rj.input), early_exit=rj.early_exit, timeout=timeout, started=perf_counter()
+    )
+    untouched = _prefill(run, rj)
+    run.journal = JournalWriter(journal, request_id)
+    return run, untouched
+
+
+def _prefill(run: Run, rj: RequestJournal) -> list[str]:
+    nodes = run.program.nodes
+    settled: dict[str, JournalEntry] = {}
+    started: set[str] = set()
+    for entry in rj.entries:
+        if entry.kind == "started":
+            started.add(entry.part)
+        else:
+            settled[entry.part] = entry
+    t = run.started
+    for node in nodes:
+        for k, part in enumerate(node.parts):
+            if run.status[node.index] in (OK, FAILED):
+                break
+            outcome = settled.get(part.name)
+            if outcome is not None:
+                cause = None
+                if outcome.outcome != "ok":
+                    kind = outcome.outcome or "error"
+                    cause = Cause(kind, part.name, node.fact, outcome.message or "")
+                done = run.called(node, k, t, t, outcome.value, cause)
+                if not done:
+                    run.resume_from[node.index] = k + 1
+                continue
+            if part.name in started:
+                if part.idempotent:
+                    run.notes.append(
+                        f"{part.name} was interrupted during execution; re-run (idempotent)"
+                    )
+                    run.resume_from[node.index] = k
+                else:
+                    run.notes.append(
+                        f"{part.name} was interrupted during execution; not re-run "
+                        f"(declare idempotent=True to allow it)"
+                    )
+                    message = "interrupted during execution; not re-run (not idempotent)"
+                    done = run.called(
+                        node, k, t, t, None, Cause("interrupted", part.name, node.fact, message)
+                    )
+                    if not done:
+                        run.resume_from[node.index] = k + 1
+                    continue
+            break
+    return [p for p in run.program.flow.steps if p not in settled and p not in started]
+
+
+def notes_after_resume(run: Run, untouched: list[str]) -> None:
+    """Say, for each step the crash left before its start, whether the resume ran it."""
+    ran = {a.part for a in run.attempts}
+    for part in untouched:
+        if part in ran:
+            run.notes.append(f"{part} was interrupted before start; run on resume")
+        elif part in run.skip_reasons:
+            run.notes.append(
+                f"{part} was interrupted before start; not run on resume ({run.skip_reasons[part]})"
+            )

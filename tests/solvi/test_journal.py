@@ -1,0 +1,207 @@
+"""The journal: crash, recover, resume; nothing lost, nothing shown running without an owner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flows import crashy
+
+from solvi import SolviError
+from solvi.journal import SQLiteJournal
+from solvi.recovery import ResumeRefused
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    crashy.CRASH_AT.clear()
+    crashy.CALL_LOG.clear()
+    yield
+    crashy.CRASH_AT.clear()
+
+
+def _control_hash(tmp_path: Path) -> str:
+    system = crashy.build(tmp_path / "control.db")
+    try:
+        return system.ask(crashy.STATE).hash
+    finally:
+        assert system.journal is not None
+        system.journal.close()
+
+
+def _crash_in(tmp_path: Path, part: str) -> tuple[str, Path]:
+    """Run one request that dies inside `part`; return its id and the journal path."""
+    path = tmp_path / "j.db"
+    system = crashy.build(path)
+    crashy.CRASH_AT[part] = "raise"
+    with pytest.raises(crashy.Crash):
+        system.ask(crashy.STATE, request_id="req-1")
+    crashy.CRASH_AT.clear()
+    assert system.journal is not None
+    system.journal.close()  # the owner is gone
+    return "req-1", path
+
+
+def test_closed_requests_are_not_unfinished(tmp_path: Path) -> None:
+    """A request that finished is closed in the journal and needs no recovery."""
+    system = crashy.build(tmp_path / "j.db")
+    res = system.ask(crashy.STATE)
+    assert res.request_id is not None
+    assert system.journal_status() == []
+    assert system.recover() == []
+
+
+def test_resume_after_a_crash_during_a_step_reuses_settled_values(tmp_path: Path) -> None:
+    """Settled steps are not re-run; an interrupted non-idempotent step makes its answer abstain."""
+    request_id, path = _crash_in(tmp_path, "points")
+    assert crashy.CALL_LOG == ["policy", "policy_in_force", "fraud_score", "documents", "points"]
+    system = crashy.build(path)
+    (status,) = system.journal_status()
+    assert status.settled == ("policy", "policy_in_force", "fraud_score", "documents")
+    assert status.interrupted_during_execution == ("points",)
+    assert status.interrupted_before_start == ("approve",)
+    assert all(s.state != "running" for s in status.steps)
+    (claimed,) = system.recover()
+    assert claimed.request_id == request_id
+    crashy.CALL_LOG.clear()
+    res = system.resume(request_id)
+    assert crashy.CALL_LOG == []
+    answer = res["approve"]
+    assert (answer.status, answer.guard) == ("abstained", "interrupted")
+    assert res.notes == (
+        "points was interrupted during execution; not re-run (declare idempotent=True to allow it)",
+        "approve was interrupted before start; not run on resume "
+        "(inputs missing: points (points raised interrupted during execution; not re-run "
+        "(not idempotent)))",
+    )
+    assert system.journal_status() == []
+
+
+def test_resume_reruns_an_idempotent_step_and_matches_the_control(tmp_path: Path) -> None:
+    """An idempotent step interrupted mid-call runs again; answers and hash equal the control."""
+    control = _control_hash(tmp_path)
+    request_id, path = _crash_in(tmp_path, "documents")
+    system = crashy.build(path)
+    system.recover()
+    crashy.CALL_LOG.clear()
+    res = system.resume(request_id)
+    assert crashy.CALL_LOG == ["documents", "points", "approve"]
+    assert res["approve"].value is True
+    assert res.hash == control
+    assert res.notes[0] == "documents was interrupted during execution; re-run (idempotent)"
+    assert "points was interrupted before start; run on resume" in res.notes
+
+
+def test_a_crash_before_any_step_resumes_to_the_control(tmp_path: Path) -> None:
+    """Steps interrupted before start simply run on resume."""
+    control = _control_hash(tmp_path)
+    request_id, path = _crash_in(tmp_path, "policy")
+    system = crashy.build(path)
+    res = system.resume(request_id)
+    assert res.hash == control
+
+
+def test_resume_refuses_a_live_owner_a_closed_request_and_a_changed_plan(tmp_path: Path) -> None:
+    """Only a dead owner's unfinished request with an unchanged plan can be resumed."""
+    path = tmp_path / "j.db"
+    live = crashy.build(path)
+    crashy.CRASH_AT["points"] = "raise"
+    with pytest.raises(crashy.Crash):
+        live.ask(crashy.STATE, request_id="r")
+    crashy.CRASH_AT.clear()
+    other = crashy.build(path)
+    with pytest.raises(ResumeRefused, match="belongs to a live process"):
+        other.resume("r")
+    assert other.recover() == []
+    assert live.journal is not None
+    live.journal.close()
+    other.resume("r")
+    with pytest.raises(ResumeRefused, match="already closed"):
+        other.resume("r")
+
+
+def test_resume_refuses_another_catalog_version(tmp_path: Path) -> None:
+    """A request journaled by another catalog version is refused."""
+    request_id, path = _crash_in(tmp_path, "points")
+    journal = SQLiteJournal(path)
+    journal._conn().execute("UPDATE journal_requests SET catalog_version = 'other'")
+    journal.close()
+    system = crashy.build(path)
+    with pytest.raises(ResumeRefused, match="catalog version other"):
+        system.resume(request_id)
+
+
+def test_two_recoverers_never_claim_the_same_request(tmp_path: Path) -> None:
+    """Claims are exclusive: of two recovering Systems only one gets the request."""
+    _, path = _crash_in(tmp_path, "points")
+    first, second = crashy.build(path), crashy.build(path)
+    claims = first.recover() + second.recover()
+    assert [c.request_id for c in claims] == ["req-1"]
+
+
+def test_a_damaged_last_entry_is_skipped(tmp_path: Path) -> None:
+    """A torn tail entry is skipped and counted, never fatal."""
+    request_id, path = _crash_in(tmp_path, "points")
+    journal = SQLiteJournal(path)
+    journal._conn().execute(
+        "UPDATE journal_entries SET value = '{\"broken' WHERE seq = (SELECT MAX(seq) FROM "
+        "journal_entries WHERE kind = 'settled')"
+    )
+    journal.close()
+    system = crashy.build(path)
+    (status,) = system.journal_status()
+    assert status.skipped_torn == 1
+    assert "documents" not in status.settled
+    res = system.resume(request_id)
+    assert res["approve"].status == "abstained"
+
+
+def test_journal_needs_configuring(tmp_path: Path) -> None:
+    """recover() without a journal says how to add one."""
+    from flows.claims_small import Calls, claims_catalog
+
+    from solvi import System
+
+    with pytest.raises(SolviError, match="needs a journal"):
+        System(claims_catalog(Calls())).recover()
+
+
+def test_real_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
+    """A child process killed with SIGKILL inside a step is recovered by another process."""
+    path = tmp_path / "j.db"
+    calls = tmp_path / "calls.log"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(HERE)!r})
+        from flows import crashy
+        crashy.CRASH_AT["points"] = "kill"
+        system = crashy.build({str(path)!r})
+        system.ask(crashy.STATE, request_id="killed")
+        """
+    )
+    env = {**os.environ, "SOLVI_CALL_LOG": str(calls)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, timeout=60, check=False)
+    assert done.returncode == -9
+    system = crashy.build(path)
+    (status,) = system.journal_status()
+    assert status.interrupted_during_execution == ("points",)
+    assert status.settled == ("policy", "policy_in_force", "fraud_score", "documents")
+    res = system.resume("killed")
+    assert res["approve"].guard == "interrupted"
+    assert calls.read_text().split() == [
+        "policy",
+        "policy_in_force",
+        "fraud_score",
+        "documents",
+        "points",
+    ]
+    assert json.loads(res.to_json())["notes"]
