@@ -43,6 +43,18 @@ def in_event_loop() -> bool:
     return False
 
 
+def current_loop() -> object:
+    """An object standing for the running event loop (asyncio's loop, or trio's token)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        trio = sys.modules.get("trio")
+        if trio is None:
+            raise
+        token: object = trio.lowlevel.current_trio_token()
+        return token
+
+
 def _run_in_daemon_thread(func: Callable[[], Any], timeout: float | None) -> Any:
     """Run `func` in a daemon thread and wait at most `timeout` seconds for it.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import attrs
 
@@ -74,6 +75,25 @@ class CostBook(Mapping[str, PartCost]):
                 if alpha is None:
                     entry[1] += (ms - entry[1]) / entry[0]
                 else:
+                    entry[1] += alpha * (ms - entry[1])
+
+    def observe_attempts(self, attempts: Iterable[tuple[Any, ...]]) -> None:
+        """Fold in a request's attempts (part name at [1], start and end at [3] and [4])."""
+        alpha = self.alpha
+        stats = self._stats
+        get = stats.get
+        with self._lock:
+            for a in attempts:
+                ms = (a[4] - a[3]) * 1000.0
+                entry = get(a[1])
+                if entry is None:
+                    stats[a[1]] = [1.0, ms]
+                elif alpha is None:
+                    n = entry[0] + 1.0
+                    entry[0] = n
+                    entry[1] += (ms - entry[1]) / n
+                else:
+                    entry[0] += 1.0
                     entry[1] += alpha * (ms - entry[1])
 
     def restore(self, data: Mapping[str, tuple[int, float]]) -> None:

@@ -12,7 +12,6 @@ from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
 from solvi.schedule import (
     OK,
     PENDING,
-    Attempt,
     Cause,
     Run,
     learned_batches,
@@ -80,12 +79,11 @@ def _phase_sequential(run: Run, phase: tuple[int, ...], filter_wanted: bool) -> 
                 end = perf_counter()
                 part = node.parts[0]
                 message = f"{type(exc).__name__}: {exc}"
-                attempts.append(Attempt(index, part.name, node.fact, start, end, "error", message))
+                run.failures += 1
+                attempts.append((index, part.name, node.fact, start, end, "error", message))
                 run.fail(node, Cause("error", part.name, node.fact, message))
                 continue
-            attempts.append(
-                Attempt(index, node.parts[0].name, node.fact, start, perf_counter(), "ok")
-            )
+            attempts.append((index, node.first_part, node.fact, start, perf_counter(), "ok", None))
             vals[node.fact] = bool(value) if node.is_check else value
             status[index] = OK
             continue

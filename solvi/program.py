@@ -53,6 +53,8 @@ class Node:
     simple: bool
     has_async: bool
     func: Any
+    #: the name of the first producer (the only one, on the fast path)
+    first_part: str
     arity: int
     getter: Any
 
@@ -120,6 +122,7 @@ def compile_flow(flow: Flow) -> Program:
                 simple=simple,
                 has_async=any(p.is_async for p in n.parts),
                 func=only.func if only is not None else None,
+                first_part=n.parts[0].name,
                 arity=arity,
                 getter=getter,
             )

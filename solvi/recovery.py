@@ -15,7 +15,7 @@ from solvi.errors import SolviError
 from solvi.journal import JournalEntry, RequestJournal, SQLiteJournal, StepState, input_hash
 from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
-from solvi.schedule import FAILED, OK, Cause, Run
+from solvi.schedule import A_PART, FAILED, OK, Cause, Run
 
 __all__ = ["Recovery", "ResumeRefused"]
 
@@ -213,7 +213,7 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
 
 def notes_after_resume(run: Run, untouched: list[str]) -> None:
     """Say, for each step the crash left before its start, whether the resume ran it."""
-    ran = {a.part for a in run.attempts}
+    ran = {a[A_PART] for a in run.attempts}
     for part in untouched:
         if part in ran:
             run.notes.append(f"{part} was interrupted before start; run on resume")

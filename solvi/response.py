@@ -13,7 +13,19 @@ import attrs
 from solvi.flow import Flow
 from solvi.program import Program
 from solvi.record import canonical_json, record_hash, to_record_value
-from solvi.schedule import OK, Attempt, Cause, Run
+from solvi.schedule import (
+    A_END,
+    A_FACT,
+    A_MESSAGE,
+    A_NODE,
+    A_OUTCOME,
+    A_PART,
+    A_START,
+    OK,
+    Attempt,
+    Cause,
+    Run,
+)
 
 __all__ = ["RECORD_FORMAT", "Answer", "Response", "Safeguard", "Step", "Trace", "render"]
 
@@ -196,8 +208,8 @@ class Response:
         nodes = self._program.nodes
 
         def position(a: Attempt) -> tuple[int, int]:
-            parts = nodes[a.node].parts
-            return a.node, next(i for i, p in enumerate(parts) if p.name == a.part)
+            parts = nodes[a[A_NODE]].parts
+            return a[A_NODE], next(i for i, p in enumerate(parts) if p.name == a[A_PART])
 
         return sorted(self._run.attempts, key=position)
 
@@ -208,12 +220,12 @@ class Response:
         t0 = run.started
         steps = tuple(
             Step(
-                a.part,
-                a.fact,
-                round((a.start - t0) * 1000.0, 3),
-                round((a.end - a.start) * 1000.0, 3),
-                a.outcome,  # type: ignore[arg-type]  # attempts only hold these three
-                a.message,
+                a[A_PART],
+                a[A_FACT],
+                round((a[A_START] - t0) * 1000.0, 3),
+                round((a[A_END] - a[A_START]) * 1000.0, 3),
+                a[A_OUTCOME],  # type: ignore[arg-type]  # attempts hold only these outcomes
+                a[A_MESSAGE],
             )
             for a in self._attempts()
         )
@@ -277,9 +289,9 @@ class Response:
     def safeguards(self) -> tuple[Safeguard, ...]:
         """Every timeout and error of this request, in flow order."""
         return tuple(
-            Safeguard(a.outcome, a.part, a.fact, a.message or "")  # type: ignore[arg-type]
+            Safeguard(a[A_OUTCOME], a[A_PART], a[A_FACT], a[A_MESSAGE] or "")  # type: ignore[arg-type]
             for a in self._attempts()
-            if a.outcome != "ok"
+            if a[A_OUTCOME] != "ok"
         )
 
     # -- record --------------------------------------------------------------

@@ -9,7 +9,7 @@ which is why records cannot drift between the drivers.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -56,17 +56,17 @@ class OrderLine:
         return text
 
 
-@attrs.frozen
-class Attempt:
-    """One call of one part: when it started and ended, and how it went."""
-
-    node: int
-    part: str
-    fact: str
-    start: float
-    end: float
-    outcome: str  # "ok" | "timeout" | "error"
-    message: str | None = None
+#: One call of one part, kept as a plain tuple because one is made per step on
+#: the hot path: (node index, part name, fact, start, end, outcome, message),
+#: outcome "ok" | "timeout" | "error" | "interrupted". Read with the A_* indices.
+Attempt = tuple[int, str, str, float, float, str, "str | None"]
+A_NODE: Final = 0
+A_PART: Final = 1
+A_FACT: Final = 2
+A_START: Final = 3
+A_END: Final = 4
+A_OUTCOME: Final = 5
+A_MESSAGE: Final = 6
 
 
 class Run:
@@ -77,6 +77,7 @@ class Run:
         "causes",
         "early_exit",
         "evaluated",
+        "failures",
         "found",
         "journal",
         "notes",
@@ -112,6 +113,8 @@ class Run:
         self.status = [PENDING] * len(program.nodes)
         self.causes: dict[int, Cause] = {}
         self.attempts: list[Attempt] = []
+        #: attempts that timed out or raised (so counting them is skipped when 0)
+        self.failures = 0
         self.skip_reasons: dict[str, str] = {}
         self.early_exit = early_exit
         self.timeout = timeout
@@ -173,11 +176,12 @@ class Run:
                 message = f"journal could not record the result: {type(exc).__name__}: {exc}"
                 cause = Cause("error", part.name, node.fact, message)
         if cause is None:
-            self.attempts.append(Attempt(node.index, part.name, node.fact, start, end, "ok"))
+            self.attempts.append((node.index, part.name, node.fact, start, end, "ok", None))
             self.succeed(node, value, tried)
             return True
+        self.failures += 1
         self.attempts.append(
-            Attempt(node.index, part.name, node.fact, start, end, cause.kind, cause.message)
+            (node.index, part.name, node.fact, start, end, cause.kind, cause.message)
         )
         if tried + 1 == len(node.parts):
             self.fail(node, cause)
@@ -188,7 +192,7 @@ class Run:
         """Forget a node that ran speculatively but turned out unnecessary."""
         self.vals.pop(node.fact, None)
         self.causes.pop(node.index, None)
-        self.attempts = [a for a in self.attempts if a.node != node.index]
+        self.attempts = [a for a in self.attempts if a[A_NODE] != node.index]
         self.skip_unneeded(node)
 
     # -- after a node ran --------------------------------------------------

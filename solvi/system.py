@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
@@ -14,6 +15,7 @@ import anyio
 
 from solvi import recovery
 from solvi.aexecute import run_async
+from solvi.calls import current_loop
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
@@ -24,7 +26,7 @@ from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
 from solvi.response import Response
-from solvi.schedule import OK, Run
+from solvi.schedule import A_OUTCOME, A_PART, OK, Run
 from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
 
 __all__ = ["System"]
@@ -158,7 +160,10 @@ class System:
                 self.costs,
             )
         self.threads = threads
-        self._limiter: anyio.CapacityLimiter | None = None
+        #: one thread limiter per event loop: a limiter belongs to the loop that made it
+        self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
+            weakref.WeakKeyDictionary()
+        )
         self._programs: dict[Any, Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
@@ -509,11 +514,13 @@ class System:
                 stacklevel=2,
             )
             speculate = False
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.threads)
+        loop = current_loop()
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
         await run_async(
             run,
-            self._limiter,
+            limiter,
             self.cost_book,
             speculate=speculate and run.early_exit,
             order=policy,
@@ -549,17 +556,19 @@ class System:
         return self.ask(state, **options)
 
     def _finish(self, run: Run) -> Response:
-        self.cost_book.observe((a.part, a.end - a.start) for a in run.attempts)
+        attempts = run.attempts
+        self.cost_book.observe_attempts(attempts)
         if self._chooser is not None:
-            self._chooser.ran(a.part for a in run.attempts)
+            self._chooser.ran(a[A_PART] for a in attempts)
         if self.learn:
             self._observe(self.order_model, run)
         timeouts = errors = 0
-        for a in run.attempts:
-            if a.outcome != "ok":
-                if a.outcome == "timeout":
+        if run.failures:
+            for a in attempts:
+                outcome = a[A_OUTCOME]
+                if outcome == "timeout":
                     timeouts += 1
-                else:
+                elif outcome != "ok":
                     errors += 1
         with self._lock:
             stats = self.stats

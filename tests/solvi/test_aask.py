@@ -265,3 +265,21 @@ def test_aask_runs_on_trio_too(claims: System) -> None:
         return res.hash
 
     assert anyio.run(main, backend="trio") == claims.ask(state).hash
+
+
+def test_blocking_parts_work_after_a_change_of_event_loop_backend() -> None:
+    """Thread limiters belong to one event loop: asyncio then trio both run blocking parts."""
+    cat = Catalog("b")
+
+    @cat.fn(blocking=True)
+    def slow(x: int) -> int:
+        return x + 1
+
+    @cat.rule
+    def positive(slow: int) -> bool:
+        return slow > 0
+
+    system = System(cat)
+    first = anyio.run(system.aask, {"x": 1})
+    second = anyio.run(system.aask, {"x": 1}, backend="trio")
+    assert first["positive"].status == second["positive"].status == "decided"

@@ -1,0 +1,849 @@
+"""Stores: where responses, the audit log, the cost book and saved blobs are kept.
+
+`SQLiteStore` keeps everything in one file (stdlib `sqlite3`, WAL); it is the
+default and suits one machine, even several processes on it. `PostgresStore`
+(psycopg 3 and its pools) suits several processes or machines sharing
+decisions. Both create and migrate their tables themselves, recording the
+schema version in ``solvi_schema_version``. `open_store` turns a path or URL
+into a store.
+
+Every operation is written once, as a *plan*: a generator that yields SQL
+statements and receives their rows. Each backend only drives plans inside its
+own transactions, so the two backends cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import anyio.to_thread
+import attrs
+
+from solvi.audit import GENESIS, AuditEntry, chain, record_text, response_items
+from solvi.errors import SolviError
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = [
+    "DuplicateRequestError",
+    "MissingRecordError",
+    "PostgresStore",
+    "SQLiteStore",
+    "Store",
+    "StoreError",
+    "open_store",
+]
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Statement = tuple[str, tuple[Any, ...]]
+#: Yields statements, receives each one's rows, returns the operation's result.
+Plan = Generator[Statement, list[Row], T]
+
+_BATCH = 200
+_ACCEPTED = (
+    "a Store, a file path, 'sqlite:///path/to/file.db', or "
+    "'postgresql://user@host:port/database' (also 'postgres://')"
+)
+
+
+class StoreError(SolviError):
+    """A store cannot be opened or used as asked."""
+
+
+class DuplicateRequestError(StoreError, ValueError):
+    """A response is already stored under this request id."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class MissingRecordError(StoreError, LookupError):
+    """No response is stored under this request id."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What a System needs from a store; `SQLiteStore` and `PostgresStore` provide it."""
+
+    def save_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """Keep a record and append its audit entries, in one transaction."""
+
+    async def asave_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """`save_response` without blocking the event loop."""
+
+    def get_record(self, request_id: str) -> dict[str, Any]:
+        """The record stored under `request_id`."""
+
+    async def aget_record(self, request_id: str) -> dict[str, Any]:
+        """`get_record` without blocking the event loop."""
+
+    def iter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(request_id, record) pairs in the order they were stored."""
+
+    def save_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """Replace the saved cost book of `catalog`."""
+
+    async def asave_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """`save_costs` without blocking the event loop."""
+
+    def load_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """The saved cost book of `catalog` (empty when none was saved)."""
+
+    def save_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """Keep `data` under (catalog, name), replacing what was there."""
+
+    async def asave_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """`save_blob` without blocking the event loop."""
+
+    def load_blob(self, catalog: str, name: str) -> bytes | None:
+        """The blob saved under (catalog, name), or None."""
+
+    def audit_entries(self) -> Iterator[AuditEntry]:
+        """Every audit entry, by sequence number."""
+
+    def audit_head(self) -> tuple[int, str]:
+        """The sequence number and hash of the last entry appended (0 and `GENESIS` at first)."""
+
+    def close(self) -> None:
+        """Release connections; the store cannot be used afterwards."""
+
+
+# -- SQL dialects and the schema --------------------------------------------------------
+
+
+@attrs.frozen
+class _Dialect:
+    """How the two databases spell what the schema and the plans need."""
+
+    name: str
+    id_column: str
+    time: str
+    blob: str
+    real: str
+    integer: str
+    lock_head: str
+
+    def stamp(self, when: dt.datetime) -> Any:
+        """A UTC time as the database stores it (SQLite: ISO text, sortable)."""
+        when = when.astimezone(dt.UTC)
+        if self.name == "sqlite":
+            return when.isoformat(timespec="microseconds")
+        return when
+
+
+_SQLITE = _Dialect(
+    name="sqlite",
+    id_column="INTEGER PRIMARY KEY AUTOINCREMENT",
+    time="TEXT",
+    blob="BLOB",
+    real="REAL",
+    integer="INTEGER",
+    lock_head="",
+)
+_POSTGRES = _Dialect(
+    name="postgresql",
+    id_column="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    time="TIMESTAMPTZ",
+    blob="BYTEA",
+    real="DOUBLE PRECISION",
+    integer="BIGINT",
+    lock_head=" FOR UPDATE",
+)
+
+
+def _schema_v1(d: _Dialect) -> list[Statement]:
+    """Responses, the audit log and its head, costs and blobs."""
+    return [
+        (
+            f"CREATE TABLE solvi_responses (id {d.id_column}, request_id TEXT NOT NULL UNIQUE, "
+            f"catalog TEXT NOT NULL, catalog_version TEXT NOT NULL, hash TEXT NOT NULL, "
+            f"created {d.time} NOT NULL, record TEXT NOT NULL)",
+            (),
+        ),
+        ("CREATE INDEX solvi_responses_catalog ON solvi_responses (catalog, id)", ()),
+        ("CREATE INDEX solvi_responses_created ON solvi_responses (created)", ()),
+        (
+            f"CREATE TABLE solvi_audit (seq {d.integer} PRIMARY KEY, kind TEXT NOT NULL, "
+            f"request_id TEXT NOT NULL, payload TEXT NOT NULL, prev_hash TEXT NOT NULL, "
+            f"hash TEXT NOT NULL)",
+            (),
+        ),
+        # One row: the last entry appended. Appenders lock it, so the chain never forks.
+        (
+            f"CREATE TABLE solvi_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            f"seq {d.integer} NOT NULL, hash TEXT NOT NULL)",
+            (),
+        ),
+        ("INSERT INTO solvi_audit_head (id, seq, hash) VALUES (1, 0, %s)", (GENESIS,)),
+        (
+            f"CREATE TABLE solvi_costs (catalog TEXT NOT NULL, part TEXT NOT NULL, "
+            f"samples {d.integer} NOT NULL, mean_ms {d.real} NOT NULL, "
+            f"PRIMARY KEY (catalog, part))",
+            (),
+        ),
+        (
+            f"CREATE TABLE solvi_blobs (catalog TEXT NOT NULL, name TEXT NOT NULL, "
+            f"data {d.blob} NOT NULL, updated {d.time} NOT NULL, PRIMARY KEY (catalog, name))",
+            (),
+        ),
+    ]
+
+
+#: Migration n (1-based) takes a store from schema version n - 1 to n. A new
+#: version is one more function appended here; stores migrate when opened.
+MIGRATIONS: tuple[Callable[[_Dialect], list[Statement]], ...] = (_schema_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _migrate_plan(d: _Dialect, where: str) -> Plan[int]:
+    yield ("CREATE TABLE IF NOT EXISTS solvi_schema_version (version INTEGER NOT NULL)", ())
+    rows = yield ("SELECT version FROM solvi_schema_version", ())
+    if not rows:
+        yield ("INSERT INTO solvi_schema_version (version) VALUES (0)", ())
+    current = int(rows[0][0]) if rows else 0
+    if current > SCHEMA_VERSION:
+        msg = (
+            f"store {where} has schema version {current}, but this solvi knows versions up to "
+            f"{SCHEMA_VERSION}; upgrade solvi to open it"
+        )
+        raise StoreError(msg)
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        # Not `yield from`: the driver sends rows back, which a list iterator rejects.
+        for statement in MIGRATIONS[version - 1](d):  # noqa: UP028
+            yield statement
+        yield ("UPDATE solvi_schema_version SET version = %s", (version,))
+    return SCHEMA_VERSION
+
+
+# -- plans: every operation, once for both backends -------------------------------------
+
+
+def _dump_record(record: Mapping[str, Any], request_id: str) -> str:
+    missing = [k for k in ("catalog", "catalog_version", "hash", "answers") if k not in record]
+    if not isinstance(record, Mapping) or missing:
+        msg = (
+            f"the record for request {request_id!r} lacks {', '.join(missing) or 'everything'}; "
+            f"pass a Response's .record"
+        )
+        raise ValueError(msg)
+    try:
+        # Not sorted: the answers keep the order of the System's questions.
+        return record_text(record)
+    except (TypeError, ValueError) as exc:
+        msg = f"the record for request {request_id!r} is not JSON data ({exc}); pass .record"
+        raise ValueError(msg) from exc
+
+
+def _check_request_id(request_id: object) -> str:
+    if not isinstance(request_id, str) or not request_id:
+        msg = f"request_id must be a non-empty string, got {request_id!r}"
+        raise ValueError(msg)
+    return request_id
+
+
+def _save_plan(
+    d: _Dialect, record: Mapping[str, Any], request_id: str, text: str, now: dt.datetime
+) -> Plan[None]:
+    head = yield (f"SELECT seq, hash FROM solvi_audit_head WHERE id = 1{d.lock_head}", ())
+    taken = yield ("SELECT 1 FROM solvi_responses WHERE request_id = %s", (request_id,))
+    if taken:
+        msg = (
+            f"a response is already stored under request id {request_id!r}; request ids are "
+            f"unique, so pass a new one"
+        )
+        raise DuplicateRequestError(msg, request_id=request_id)
+    seq, prev = int(head[0][0]), str(head[0][1])
+    entries = chain(seq, prev, response_items(record, request_id, now))
+    for e in entries:
+        yield (
+            "INSERT INTO solvi_audit (seq, kind, request_id, payload, prev_hash, hash) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (e.seq, e.kind, e.request_id, e.payload, e.prev_hash, e.hash),
+        )
+    last = entries[-1]
+    yield ("UPDATE solvi_audit_head SET seq = %s, hash = %s WHERE id = 1", (last.seq, last.hash))
+    yield (
+        "INSERT INTO solvi_responses (request_id, catalog, catalog_version, hash, created, "
+        "record) VALUES (%s, %s, %s, %s, %s, %s)",
+        (
+            request_id,
+            str(record["catalog"]),
+            str(record["catalog_version"]),
+            str(record["hash"]),
+            d.stamp(now),
+            text,
+        ),
+    )
+
+
+def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
+    rows = yield ("SELECT record FROM solvi_responses WHERE request_id = %s", (request_id,))
+    if not rows:
+        msg = (
+            f"no response is stored under request id {request_id!r}; list the stored ones "
+            f"with iter_records()"
+        )
+        raise MissingRecordError(msg, request_id=request_id)
+    record: dict[str, Any] = json.loads(rows[0][0])
+    return record
+
+
+def _records_plan(
+    d: _Dialect, after: int, since: dt.datetime | None, catalog: str | None
+) -> Plan[list[Row]]:
+    sql = "SELECT id, request_id, record FROM solvi_responses WHERE id > %s"
+    params: list[Any] = [after]
+    if since is not None:
+        sql += " AND created >= %s"
+        params.append(d.stamp(since))
+    if catalog is not None:
+        sql += " AND catalog = %s"
+        params.append(catalog)
+    rows = yield (f"{sql} ORDER BY id LIMIT %s", (*params, _BATCH))
+    return rows
+
+
+def _save_costs_plan(catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> Plan[None]:
+    rows = [(catalog, str(part), int(n), float(mean)) for part, (n, mean) in snapshot.items()]
+    yield ("DELETE FROM solvi_costs WHERE catalog = %s", (catalog,))
+    for row in rows:
+        yield (
+            "INSERT INTO solvi_costs (catalog, part, samples, mean_ms) VALUES (%s, %s, %s, %s)",
+            row,
+        )
+
+
+def _load_costs_plan(catalog: str) -> Plan[dict[str, tuple[int, float]]]:
+    rows = yield (
+        "SELECT part, samples, mean_ms FROM solvi_costs WHERE catalog = %s ORDER BY part",
+        (catalog,),
+    )
+    return {str(p): (int(n), float(m)) for p, n, m in rows}
+
+
+def _save_blob_plan(
+    d: _Dialect, catalog: str, name: str, data: bytes, now: dt.datetime
+) -> Plan[None]:
+    yield (
+        "INSERT INTO solvi_blobs (catalog, name, data, updated) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (catalog, name) DO UPDATE SET data = excluded.data, "
+        "updated = excluded.updated",
+        (catalog, name, bytes(data), d.stamp(now)),
+    )
+
+
+def _load_blob_plan(catalog: str, name: str) -> Plan[bytes | None]:
+    rows = yield (
+        "SELECT data FROM solvi_blobs WHERE catalog = %s AND name = %s",
+        (catalog, name),
+    )
+    return bytes(rows[0][0]) if rows else None
+
+
+def _audit_plan(after: int) -> Plan[list[Row]]:
+    rows = yield (
+        "SELECT seq, kind, request_id, payload, prev_hash, hash FROM solvi_audit "
+        "WHERE seq > %s ORDER BY seq LIMIT %s",
+        (after, _BATCH),
+    )
+    return rows
+
+
+def _head_plan() -> Plan[tuple[int, str]]:
+    rows = yield ("SELECT seq, hash FROM solvi_audit_head WHERE id = 1", ())
+    return int(rows[0][0]), str(rows[0][1])
+
+
+def _drive(execute: Callable[[str, tuple[Any, ...]], list[Row]], plan: Plan[T]) -> T:
+    """Run a plan to its end with `execute` (one statement in, its rows out)."""
+    try:
+        statement = next(plan)
+        while True:
+            statement = plan.send(execute(*statement))
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+def _check_blob(catalog: str, name: str, data: object) -> bytes:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        msg = f"blob {name!r} of catalog {catalog!r} must be bytes, got {type(data).__name__}"
+        raise TypeError(msg)
+    return bytes(data)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class _PlanStore:
+    """The public operations of a store, on top of a backend that runs plans."""
+
+    _dialect: _Dialect
+
+    def _run(self, plan: Plan[T], *, write: bool) -> T:
+        raise NotImplementedError
+
+    async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        raise NotImplementedError
+
+    # -- responses ---------------------------------------------------------------
+
+    def _save(self, record: Mapping[str, Any], request_id: str) -> Plan[None]:
+        request_id = _check_request_id(request_id)
+        text = _dump_record(record, request_id)
+        return _save_plan(self._dialect, record, request_id, text, _now())
+
+    def save_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """Keep a response's record and append its audit entries, in one transaction.
+
+        Appends one ``decision`` entry, then one ``safeguard`` entry per item of
+        ``record["safeguards"]``.
+
+        Args:
+            record: a `Response.record`.
+            request_id: the request's id, unique in the store.
+
+        Raises:
+            DuplicateRequestError: a response is already stored under `request_id`.
+            ValueError: `record` is not a response record, or `request_id` is empty.
+        """
+        self._run(self._save(record, request_id), write=True)
+
+    async def asave_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """`save_response` for async code: the event loop never waits on the database."""
+        await self._arun(self._save(record, request_id), write=True)
+
+    def get_record(self, request_id: str) -> dict[str, Any]:
+        """The record stored under `request_id`, as it was saved.
+
+        Raises:
+            MissingRecordError: nothing is stored under that id (also a `LookupError`).
+        """
+        return self._run(_get_plan(request_id), write=False)
+
+    async def aget_record(self, request_id: str) -> dict[str, Any]:
+        """`get_record` for async code."""
+        return await self._arun(_get_plan(request_id), write=False)
+
+    def iter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(request_id, record) pairs in the order they were stored, read in batches.
+
+        Args:
+            since: only records stored at or after this time (a naive time is UTC).
+            catalog: only records of the catalog with this name.
+        """
+        since = _aware(since)
+        after = 0
+        while True:
+            rows = self._run(_records_plan(self._dialect, after, since, catalog), write=False)
+            for row_id, request_id, text in rows:
+                yield str(request_id), json.loads(text)
+                after = int(row_id)
+            if len(rows) < _BATCH:
+                return
+
+    async def aiter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """`iter_records` for async code."""
+        since = _aware(since)
+        after = 0
+        while True:
+            plan = _records_plan(self._dialect, after, since, catalog)
+            rows = await self._arun(plan, write=False)
+            for row_id, request_id, text in rows:
+                yield str(request_id), json.loads(text)
+                after = int(row_id)
+            if len(rows) < _BATCH:
+                return
+
+    # -- costs and blobs -----------------------------------------------------------
+
+    def save_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """Replace the saved cost book of `catalog` with a `CostBook.snapshot()`."""
+        self._run(_save_costs_plan(catalog, snapshot), write=True)
+
+    async def asave_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """`save_costs` for async code."""
+        await self._arun(_save_costs_plan(catalog, snapshot), write=True)
+
+    def load_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """The saved cost book of `catalog`, for `CostBook.restore` (empty when none)."""
+        return self._run(_load_costs_plan(catalog), write=False)
+
+    async def aload_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """`load_costs` for async code."""
+        return await self._arun(_load_costs_plan(catalog), write=False)
+
+    def save_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """Keep `data` under (catalog, name), replacing what was there.
+
+        Raises:
+            TypeError: `data` is not bytes.
+        """
+        blob = _check_blob(catalog, name, data)
+        self._run(_save_blob_plan(self._dialect, catalog, name, blob, _now()), write=True)
+
+    async def asave_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """`save_blob` for async code."""
+        blob = _check_blob(catalog, name, data)
+        await self._arun(_save_blob_plan(self._dialect, catalog, name, blob, _now()), write=True)
+
+    def load_blob(self, catalog: str, name: str) -> bytes | None:
+        """The blob saved under (catalog, name), or None when there is none."""
+        return self._run(_load_blob_plan(catalog, name), write=False)
+
+    async def aload_blob(self, catalog: str, name: str) -> bytes | None:
+        """`load_blob` for async code."""
+        return await self._arun(_load_blob_plan(catalog, name), write=False)
+
+    # -- audit log -------------------------------------------------------------------
+
+    def audit_entries(self) -> Iterator[AuditEntry]:
+        """Every audit entry by sequence number, read in batches."""
+        after = 0
+        while True:
+            rows = self._run(_audit_plan(after), write=False)
+            for seq, kind, request_id, payload, prev_hash, digest in rows:
+                yield AuditEntry(int(seq), kind, request_id, payload, prev_hash, digest)
+                after = int(seq)
+            if len(rows) < _BATCH:
+                return
+
+    def audit_head(self) -> tuple[int, str]:
+        """The sequence number and hash of the last entry appended (0 and `GENESIS` at first)."""
+        return self._run(_head_plan(), write=False)
+
+
+def _aware(when: dt.datetime | None) -> dt.datetime | None:
+    if when is None:
+        return None
+    if not isinstance(when, dt.datetime):
+        msg = f"since must be a datetime, got {type(when).__name__}"
+        raise TypeError(msg)
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
+
+
+# -- SQLite ------------------------------------------------------------------------------
+
+
+class SQLiteStore(_PlanStore):
+    """A store in one SQLite file: WAL journal, synchronous FULL, one connection and a lock.
+
+    Threads share the connection under a lock; several processes may open the
+    same file, and writes (a response and its audit entries) take SQLite's
+    write lock first (``BEGIN IMMEDIATE``), so the audit chain never forks.
+    The ``a``-prefixed methods run in a worker thread.
+
+    Args:
+        path: the database file; created, with its tables, when missing.
+        timeout: seconds to wait for another process's write lock.
+
+    Raises:
+        StoreError: the file cannot be opened as a database, or its schema is
+            newer than this solvi.
+    """
+
+    _dialect = _SQLITE
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            msg = (
+                f"cannot open SQLite store {str(self.path)!r}: {exc}; check that its folder "
+                f"exists and is writable"
+            )
+            raise StoreError(msg) from exc
+        self._conn: sqlite3.Connection | None = conn
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            self.schema_version = self._run(
+                _migrate_plan(_SQLITE, repr(str(self.path))), write=True
+            )
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            msg = f"{str(self.path)!r} is not a usable SQLite store: {exc}; give a new file name"
+            raise StoreError(msg) from exc
+        except BaseException:
+            conn.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    def _run(self, plan: Plan[T], *, write: bool) -> T:
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                msg = f"SQLite store {str(self.path)!r} is closed; open a new one"
+                raise StoreError(msg)
+
+            def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
+                return conn.execute(sql.replace("%s", "?"), params).fetchall()
+
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = _drive(execute, plan)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        def run() -> T:
+            return self._run(plan, write=write)
+
+        return await anyio.to_thread.run_sync(run)
+
+    def close(self) -> None:
+        """Close the connection (a second call does nothing)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    async def aclose(self) -> None:
+        """`close` for async code."""
+        await anyio.to_thread.run_sync(self.close)
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- PostgreSQL --------------------------------------------------------------------------
+
+#: pg_advisory_xact_lock key held while migrating ("solvi" in ASCII).
+_MIGRATE_LOCK = 0x736F6C7669
+
+
+def _where(dsn: str) -> str:
+    """host:port/database of a DSN, without the password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # a DSN libpq cannot parse is reported by connect itself
+        return "(unparsable DSN)"
+    host = parts.get("host") or "localhost"
+    port = parts.get("port") or "5432"
+    return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or '?'}"
+
+
+class PostgresStore(_PlanStore):
+    """A store in a PostgreSQL database, shared by processes and machines.
+
+    Sync methods use a `psycopg_pool.ConnectionPool`. The ``a``-prefixed
+    methods use an `AsyncConnectionPool`, opened on the first call on the
+    running asyncio loop; on another loop, or under trio, they run the sync
+    method in a worker thread instead. Appends lock the audit head row
+    (``SELECT ... FOR UPDATE``), so writers on any number of connections
+    extend one chain.
+
+    Tables are created in the connection's default schema; pick another with
+    the DSN (``?options=-csearch_path%3Dmyschema``).
+
+    Args:
+        dsn: a libpq connection string or ``postgresql://`` URL.
+        max_size: at most this many connections per pool.
+        connect_timeout: seconds to wait for the server when opening.
+
+    Raises:
+        StoreError: psycopg is not installed, the server cannot be reached, or
+            the schema is newer than this solvi.
+    """
+
+    _dialect = _POSTGRES
+
+    def __init__(self, dsn: str, *, max_size: int = 8, connect_timeout: float = 10.0) -> None:
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as exc:
+            msg = (
+                f"PostgresStore needs psycopg 3 and psycopg-pool ({exc.name} is missing); "
+                f"install them with: pip install 'solvi[postgres]'"
+            )
+            raise StoreError(msg) from exc
+        self.dsn = dsn
+        self._where = _where(dsn)
+        try:
+            with psycopg.connect(
+                dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
+            ) as conn:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+                    self.schema_version = _drive(
+                        _sync_execute(conn), _migrate_plan(_POSTGRES, self._where)
+                    )
+        except psycopg.OperationalError as exc:
+            msg = (
+                f"cannot connect to PostgreSQL store {self._where}: {str(exc).strip()}; check "
+                f"that the server runs and the DSN (host, port, user, database) is right"
+            )
+            raise StoreError(msg) from exc
+        self._pool: psycopg_pool.ConnectionPool[Any] | None = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=True,
+            name="solvi",
+            timeout=connect_timeout * 3,
+        )
+        self._max_size = max_size
+        self._timeout = connect_timeout * 3
+        self._apool: psycopg_pool.AsyncConnectionPool[Any] | None = None
+        self._apool_loop: asyncio.AbstractEventLoop | None = None
+        self._alock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where!r})"
+
+    def _sync_pool(self) -> psycopg_pool.ConnectionPool[Any]:
+        pool = self._pool
+        if pool is None:
+            msg = f"PostgreSQL store {self._where} is closed; open a new one"
+            raise StoreError(msg)
+        return pool
+
+    def _run(self, plan: Plan[T], *, write: bool) -> T:
+        with self._sync_pool().connection() as conn, conn.transaction():
+            return _drive(_sync_execute(conn), plan)
+
+    async def _async_pool(self) -> psycopg_pool.AsyncConnectionPool[Any] | None:
+        """The async pool of the running asyncio loop, or None (trio, or another loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._sync_pool()
+        if self._apool is None:
+            from psycopg_pool import AsyncConnectionPool
+
+            with self._alock:
+                if self._apool is not None:
+                    return self._apool if self._apool_loop is loop else None
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self._max_size,
+                    kwargs={"autocommit": True},
+                    open=False,
+                    name="solvi-async",
+                    timeout=self._timeout,
+                )
+                self._apool, self._apool_loop = pool, loop
+            await pool.open()
+        return self._apool if self._apool_loop is loop else None
+
+    async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        pool = await self._async_pool()
+        if pool is None:
+
+            def run() -> T:
+                return self._run(plan, write=write)
+
+            return await anyio.to_thread.run_sync(run)
+        async with pool.connection() as conn, conn.transaction():
+            try:
+                statement = next(plan)
+                while True:
+                    cur = await conn.execute(*statement)
+                    rows = await cur.fetchall() if cur.description is not None else []
+                    statement = plan.send(rows)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+
+    def close(self) -> None:
+        """Close the sync pool; call `aclose` instead when async methods were used."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    async def aclose(self) -> None:
+        """Close both pools (on the loop that opened the async one)."""
+        apool, self._apool = self._apool, None
+        if apool is not None:
+            await apool.close()
+        await anyio.to_thread.run_sync(self.close)
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _sync_execute(conn: psycopg.Connection[Any]) -> Callable[[str, tuple[Any, ...]], list[Row]]:
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
+        cur = conn.execute(sql, params)
+        return cur.fetchall() if cur.description is not None else []
+
+    return execute
+
+
+# -- opening a store by name ----------------------------------------------------------------
+
+
+def open_store(spec: Store | str | os.PathLike[str]) -> Store:
+    """A store from a Store, a file path, ``sqlite:///path`` or ``postgresql://...``.
+
+    ``sqlite:///data/solvi.db`` is the relative path ``data/solvi.db``;
+    ``sqlite:////var/solvi.db`` the absolute ``/var/solvi.db``.
+
+    Raises:
+        ValueError: `spec` is none of the accepted forms.
+        StoreError: the store cannot be opened.
+    """
+    if isinstance(spec, _PlanStore | Store):
+        return spec
+    if isinstance(spec, os.PathLike):
+        return SQLiteStore(spec)
+    if not isinstance(spec, str) or not spec:
+        msg = f"cannot open a store from {spec!r}; pass {_ACCEPTED}"
+        raise ValueError(msg)
+    if spec.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(spec)
+    if spec.startswith("sqlite:///"):
+        path = spec[len("sqlite:///") :]
+        if not path:
+            msg = f"{spec!r} names no file; write sqlite:///path/to/file.db"
+            raise ValueError(msg)
+        return SQLiteStore(path)
+    if "://" in spec or spec.startswith("sqlite:"):
+        scheme = spec.split(":", 1)[0]
+        msg = f"cannot open a store from {spec!r}: unknown scheme {scheme!r}; pass {_ACCEPTED}"
+        raise ValueError(msg)
+    return SQLiteStore(spec)
