@@ -19,7 +19,7 @@ from solvi.costs import CostBook
 from solvi.program import Node, effective_timeout
 from solvi.schedule import Run, learned_batches, rest_after_learned
 
-__all__: list[str] = []
+__all__ = ["run_async", "run_node_async"]
 
 #: An async part whose calls took less than this (ms) on average is awaited
 #: inline: a task would cost more than the overlap it could buy.

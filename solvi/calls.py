@@ -14,7 +14,7 @@ import anyio
 from solvi.catalog import Part
 from solvi.schedule import Cause
 
-__all__: list[str] = []
+__all__ = ["PartTimeout", "call_sync", "cause_of", "current_loop", "in_event_loop"]
 
 
 class PartTimeout(Exception):

@@ -11,7 +11,7 @@ import attrs
 from solvi.catalog import Part
 from solvi.strategy import Price
 
-__all__ = ["CostBook", "MeasuredCosts", "PartCost"]
+__all__ = ["CostBook", "MeasuredCosts", "PartCost", "ProducerChooser"]
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ from solvi.schedule import (
     rest_after_learned,
 )
 
-__all__: list[str] = []
+__all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"]
 
 
 def run_node(run: Run, node: Node) -> None:

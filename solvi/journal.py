@@ -37,6 +37,7 @@ __all__ = [
     "RequestJournal",
     "SQLiteJournal",
     "StepState",
+    "input_hash",
     "open_journal",
 ]
 

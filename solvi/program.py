@@ -11,7 +11,7 @@ from solvi.catalog import Part
 from solvi.flow import Flow
 from solvi.question import UNSET
 
-__all__: list[str] = []
+__all__ = ["Node", "Program", "QuestionSlot", "compile_flow", "effective_timeout"]
 
 
 def effective_timeout(part: Part, request_timeout: float | None) -> float | None:

@@ -17,7 +17,17 @@ from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
 from solvi.schedule import A_PART, FAILED, OK, Cause, Run
 
-__all__ = ["Recovery", "ResumeRefused"]
+__all__ = [
+    "JournalWriter",
+    "Recovery",
+    "ResumeRefused",
+    "begin",
+    "inspect",
+    "notes_after_resume",
+    "prepare_resume",
+    "recover",
+    "state_json",
+]
 
 
 class ResumeRefused(SolviError, ValueError):

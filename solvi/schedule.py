@@ -15,7 +15,7 @@ import attrs
 
 from solvi.program import Node, Program
 
-__all__: list[str] = []
+__all__ = ["Cause", "OrderLine", "Run", "learned_batches", "rest_after_learned"]
 
 PENDING, OK, FAILED, NOT_RUN = 0, 1, 2, 3
 

@@ -18,7 +18,7 @@ from solvi.catalog import Part
 from solvi.flow import Flow, FlowNode, QuestionPlan
 from solvi.question import Question
 
-__all__ = ["CostStrategist", "DeterministicStrategist", "Price", "Prices", "Strategist"]
+__all__ = ["CostStrategist", "DeterministicStrategist", "Price", "Prices", "Strategist", "price_of"]
 
 
 @attrs.frozen
