@@ -16,6 +16,7 @@ vanishes with the process, however it dies.
 
 from __future__ import annotations
 
+import abc
 import fcntl
 import hashlib
 import json
@@ -32,8 +33,10 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "Journal",
     "JournalEntry",
     "JournalError",
+    "PostgresJournal",
     "RequestJournal",
     "SQLiteJournal",
     "StepState",
@@ -156,7 +159,174 @@ def input_hash(state_json: str) -> str:
     return hashlib.sha256(state_json.encode()).hexdigest()
 
 
-class SQLiteJournal:
+class Journal(abc.ABC):
+    """What every journal backend shares; subclasses supply the connection and liveness.
+
+    SQL here uses ``?`` placeholders; a backend whose driver wants another style
+    converts them in `_execute` and `_fetch`.
+    """
+
+    owner: str
+
+    @abc.abstractmethod
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        """Run one statement in a transaction of its own, committed on return."""
+
+    @abc.abstractmethod
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one query and return its rows."""
+
+    @abc.abstractmethod
+    def owner_alive(self, owner: str) -> bool:
+        """Whether the process that owns `owner` still holds its lock."""
+
+    @abc.abstractmethod
+    def claim(self, request_id: str) -> bool:
+        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release this process's owner lock (its unclosed requests become recoverable)."""
+
+    # -- writing -------------------------------------------------------------
+
+    def open(
+        self,
+        request_id: str,
+        *,
+        catalog: str,
+        catalog_version: str,
+        state_json: str,
+        plan: tuple[str, ...],
+        early_exit: bool,
+    ) -> None:
+        """Commit the open entry of a request; nothing runs before it returns."""
+        self._execute(
+            "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
+            "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                request_id,
+                self.owner,
+                catalog,
+                catalog_version,
+                input_hash(state_json),
+                state_json,
+                json.dumps(list(plan)),
+                int(early_exit),
+                time.time(),
+            ),
+        )
+
+    def started(self, request_id: str, step: int, part: str) -> None:
+        """Commit that a part's call is about to begin."""
+        self._entry(request_id, "started", step, part, None, None, None)
+
+    def settled(
+        self,
+        request_id: str,
+        step: int,
+        part: str,
+        outcome: str,
+        value_json: str | None,
+        message: str | None,
+    ) -> None:
+        """Commit a call's outcome (and value) before anything reads it."""
+        self._entry(request_id, "settled", step, part, outcome, value_json, message)
+
+    def _entry(
+        self,
+        request_id: str,
+        kind: str,
+        step: int,
+        part: str,
+        outcome: str | None,
+        value: str | None,
+        message: str | None,
+    ) -> None:
+        self._execute(
+            "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
+            "message, at, checksum) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                request_id,
+                kind,
+                step,
+                part,
+                outcome,
+                value,
+                message,
+                time.time(),
+                _checksum(request_id, kind, step, part, outcome, value, message),
+            ),
+        )
+
+    def close_request(self, request_id: str, response_hash: str) -> None:
+        """Commit that the request's response exists."""
+        self._execute(
+            "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
+            (time.time(), response_hash, request_id),
+        )
+
+    # -- reading -------------------------------------------------------------
+
+    def load(self, request_id: str) -> RequestJournal:
+        """Everything journaled for one request.
+
+        Raises:
+            JournalError: no such request.
+        """
+        rows = self._fetch(
+            "SELECT request_id, owner, catalog, catalog_version, input_hash, input, plan, "
+            "early_exit, closed_at FROM journal_requests WHERE request_id = ?",
+            (request_id,),
+        )
+        if not rows:
+            msg = f"the journal {self} has no request {request_id!r}"
+            raise JournalError(msg)
+        row = rows[0]
+        entries: list[JournalEntry] = []
+        torn = 0
+        found = self._fetch(
+            "SELECT seq, kind, step, part, outcome, value, message, at, checksum "
+            "FROM journal_entries WHERE request_id = ? ORDER BY seq",
+            (request_id,),
+        )
+        for seq, kind, step, part, outcome, value, message, at, checksum in found:
+            if checksum != _checksum(request_id, kind, step, part, outcome, value, message):
+                torn += 1  # a damaged entry is skipped, never fatal
+                continue
+            try:
+                decoded = None if value is None else json.loads(value)
+            except ValueError:
+                torn += 1
+                continue
+            entries.append(JournalEntry(seq, kind, step, part, outcome, decoded, message, at))
+        return RequestJournal(
+            request_id=row[0],
+            owner=row[1],
+            owner_alive=self.owner_alive(row[1]),
+            catalog=row[2],
+            catalog_version=row[3],
+            input_hash=row[4],
+            input=json.loads(row[5]),
+            plan=tuple(json.loads(row[6])),
+            early_exit=bool(row[7]),
+            closed=row[8] is not None,
+            entries=tuple(entries),
+            skipped_torn=torn,
+        )
+
+    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
+        """Every request opened and not closed (read only; claims nothing)."""
+        query = "SELECT request_id FROM journal_requests WHERE closed_at IS NULL"
+        args: tuple[Any, ...] = ()
+        if catalog is not None:
+            query += " AND catalog = ?"
+            args = (catalog,)
+        for (request_id,) in self._fetch(query + " ORDER BY opened_at", args):
+            yield self.load(request_id)
+
+
+class SQLiteJournal(Journal):
     """A journal in a SQLite file (WAL), shared by the processes of one machine.
 
     Args:
@@ -226,85 +396,13 @@ class SQLiteJournal:
             except FileNotFoundError:
                 pass
 
-    # -- writing -------------------------------------------------------------
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._conn().execute(sql, params)
 
-    def open(
-        self,
-        request_id: str,
-        *,
-        catalog: str,
-        catalog_version: str,
-        state_json: str,
-        plan: tuple[str, ...],
-        early_exit: bool,
-    ) -> None:
-        """Commit the open entry of a request; nothing runs before it returns."""
-        self._conn().execute(
-            "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
-            "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                request_id,
-                self.owner,
-                catalog,
-                catalog_version,
-                input_hash(state_json),
-                state_json,
-                json.dumps(list(plan)),
-                int(early_exit),
-                time.time(),
-            ),
-        )
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return list(self._conn().execute(sql, params).fetchall())
 
-    def started(self, request_id: str, step: int, part: str) -> None:
-        """Commit that a part's call is about to begin."""
-        self._entry(request_id, "started", step, part, None, None, None)
-
-    def settled(
-        self,
-        request_id: str,
-        step: int,
-        part: str,
-        outcome: str,
-        value_json: str | None,
-        message: str | None,
-    ) -> None:
-        """Commit a call's outcome (and value) before anything reads it."""
-        self._entry(request_id, "settled", step, part, outcome, value_json, message)
-
-    def _entry(
-        self,
-        request_id: str,
-        kind: str,
-        step: int,
-        part: str,
-        outcome: str | None,
-        value: str | None,
-        message: str | None,
-    ) -> None:
-        self._conn().execute(
-            "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
-            "message, at, checksum) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                request_id,
-                kind,
-                step,
-                part,
-                outcome,
-                value,
-                message,
-                time.time(),
-                _checksum(request_id, kind, step, part, outcome, value, message),
-            ),
-        )
-
-    def close_request(self, request_id: str, response_hash: str) -> None:
-        """Commit that the request's response exists."""
-        self._conn().execute(
-            "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
-            (time.time(), response_hash, request_id),
-        )
-
-    # -- reading and recovery ---------------------------------------------------
+    # -- liveness and claims -------------------------------------------------
 
     def owner_alive(self, owner: str) -> bool:
         """Whether the process that owns `owner` still holds its lock."""
@@ -322,63 +420,6 @@ class SQLiteJournal:
         finally:
             handle.close()
         return False
-
-    def load(self, request_id: str) -> RequestJournal:
-        """Everything journaled for one request.
-
-        Raises:
-            JournalError: no such request.
-        """
-        conn = self._conn()
-        row = conn.execute(
-            "SELECT request_id, owner, catalog, catalog_version, input_hash, input, plan, "
-            "early_exit, closed_at FROM journal_requests WHERE request_id = ?",
-            (request_id,),
-        ).fetchone()
-        if row is None:
-            msg = f"the journal {self.path} has no request {request_id!r}"
-            raise JournalError(msg)
-        entries: list[JournalEntry] = []
-        torn = 0
-        rows = conn.execute(
-            "SELECT seq, kind, step, part, outcome, value, message, at, checksum "
-            "FROM journal_entries WHERE request_id = ? ORDER BY seq",
-            (request_id,),
-        ).fetchall()
-        for seq, kind, step, part, outcome, value, message, at, checksum in rows:
-            if checksum != _checksum(request_id, kind, step, part, outcome, value, message):
-                torn += 1  # a damaged entry is skipped, never fatal
-                continue
-            try:
-                decoded = None if value is None else json.loads(value)
-            except ValueError:
-                torn += 1
-                continue
-            entries.append(JournalEntry(seq, kind, step, part, outcome, decoded, message, at))
-        return RequestJournal(
-            request_id=row[0],
-            owner=row[1],
-            owner_alive=self.owner_alive(row[1]),
-            catalog=row[2],
-            catalog_version=row[3],
-            input_hash=row[4],
-            input=json.loads(row[5]),
-            plan=tuple(json.loads(row[6])),
-            early_exit=bool(row[7]),
-            closed=row[8] is not None,
-            entries=tuple(entries),
-            skipped_torn=torn,
-        )
-
-    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
-        """Every request opened and not closed (read only; claims nothing)."""
-        query = "SELECT request_id FROM journal_requests WHERE closed_at IS NULL"
-        args: tuple[Any, ...] = ()
-        if catalog is not None:
-            query += " AND catalog = ?"
-            args = (catalog,)
-        for (request_id,) in self._conn().execute(query + " ORDER BY opened_at", args).fetchall():
-            yield self.load(request_id)
 
     def claim(self, request_id: str) -> bool:
         """Take over an unclosed request whose owner is dead; only one claimant wins."""
@@ -407,19 +448,153 @@ class SQLiteJournal:
         return True
 
 
-def open_journal(spec: Any) -> SQLiteJournal:
-    """A journal from a path, ``sqlite:///path``, or a journal object.
+PG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_requests (
+    request_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    catalog TEXT NOT NULL,
+    catalog_version TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
+    input TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    early_exit INTEGER NOT NULL,
+    opened_at DOUBLE PRECISION NOT NULL,
+    closed_at DOUBLE PRECISION,
+    response_hash TEXT
+);
+CREATE TABLE IF NOT EXISTS journal_entries (
+    seq BIGSERIAL PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    part TEXT NOT NULL,
+    outcome TEXT,
+    value TEXT,
+    message TEXT,
+    at DOUBLE PRECISION NOT NULL,
+    checksum TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_id, seq);
+CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (closed_at);
+"""
+
+
+def _owner_key(owner: str) -> int:
+    """A signed 64-bit advisory-lock key for an owner."""
+    return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
+
+
+class PostgresJournal(Journal):
+    """A journal in PostgreSQL, shared by processes on several machines.
+
+    The owner's liveness is a session advisory lock held by one connection of
+    the owning process for as long as the journal is open: when the process
+    dies, its connection closes and the lock goes with it.
+
+    Args:
+        dsn: a ``postgresql://`` connection string.
+    """
+
+    def __init__(self, dsn: str) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            msg = "a PostgreSQL journal needs psycopg: pip install 'solvi[postgres]'"
+            raise ImportError(msg) from exc
+        self.dsn = dsn
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._holder = psycopg.connect(dsn, autocommit=True)
+        self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
+        self._pool = ConnectionPool(
+            dsn, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
+        )
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(7301)")  # one schema writer at a time
+            conn.execute(PG_SCHEMA)
+            row = conn.execute("SELECT version FROM journal_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO journal_version VALUES (%s)", (VERSION,))
+            elif row[0] > VERSION:
+                msg = (
+                    f"journal {self} has schema version {row[0]}, newer than this solvi "
+                    f"understands ({VERSION}); upgrade solvi"
+                )
+                raise JournalError(msg)
+
+    def __repr__(self) -> str:
+        return "PostgresJournal(...)"
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        with self._pool.connection() as conn:
+            conn.execute(self._sql(sql), params)
+
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn:
+            return list(conn.execute(self._sql(sql), params).fetchall())
+
+    def owner_alive(self, owner: str) -> bool:
+        """Whether `owner`'s advisory lock is still held by a live session."""
+        if owner == self.owner:
+            return not self._holder.closed
+        key = _owner_key(owner)
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            got = bool(row and row[0])
+            if got:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return not got
+
+    def claim(self, request_id: str) -> bool:
+        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+        with self._pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "SELECT owner, closed_at FROM journal_requests WHERE request_id = %s FOR UPDATE",
+                (request_id,),
+            ).fetchone()
+            if row is None or row[1] is not None:
+                return False
+            if row[0] != self.owner and self.owner_alive(row[0]):
+                return False
+            conn.execute(
+                "UPDATE journal_requests SET owner = %s WHERE request_id = %s",
+                (self.owner, request_id),
+            )
+        return True
+
+    def __del__(self) -> None:
+        # An abandoned journal releases its owner lock, as the process's death would.
+        if getattr(self, "_pool", None) is not None:
+            self.close()
+
+    def close(self) -> None:
+        """Release the owner lock and the connections."""
+        if not self._holder.closed:
+            self._holder.close()
+        if not self._pool.closed:
+            self._pool.close()
+
+
+def open_journal(spec: Any) -> Journal:
+    """A journal from a path, ``sqlite:///path``, ``postgresql://...``, or a journal object.
 
     Raises:
         ValueError: the spec names no journal solvi can open.
     """
-    if isinstance(spec, SQLiteJournal):
+    if isinstance(spec, Journal):
         return spec
     if isinstance(spec, os.PathLike):
         return SQLiteJournal(spec)
     if isinstance(spec, str):
         if spec.startswith("sqlite:///"):
             return SQLiteJournal(spec[len("sqlite:///") :])
+        if spec.startswith(("postgresql://", "postgres://")):
+            return PostgresJournal(spec)
         if "://" not in spec:
             return SQLiteJournal(spec)
     msg = f"journal= takes a file path, 'sqlite:///path' or a SQLiteJournal, got {spec!r}"

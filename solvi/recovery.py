@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from solvi.errors import SolviError
-from solvi.journal import JournalEntry, RequestJournal, SQLiteJournal, StepState, input_hash
+from solvi.journal import Journal, JournalEntry, RequestJournal, StepState, input_hash
 from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
 from solvi.schedule import A_PART, FAILED, OK, Cause, Run
@@ -52,7 +52,7 @@ class JournalWriter:
 
     __slots__ = ("journal", "request_id")
 
-    def __init__(self, journal: SQLiteJournal, request_id: str) -> None:
+    def __init__(self, journal: Journal, request_id: str) -> None:
         self.journal = journal
         self.request_id = request_id
 
@@ -75,7 +75,7 @@ def state_json(state: dict[str, Any]) -> str:
 
 
 def begin(
-    journal: SQLiteJournal,
+    journal: Journal,
     run: Run,
     request_id: str,
     catalog: str,
@@ -110,7 +110,7 @@ def _recovery(rj: RequestJournal) -> Recovery:
     )
 
 
-def recover(journal: SQLiteJournal, catalog: str) -> list[Recovery]:
+def recover(journal: Journal, catalog: str) -> list[Recovery]:
     """Claim every unfinished request of `catalog` whose owner is dead."""
     out = []
     for rj in journal.unfinished(catalog):
@@ -121,13 +121,13 @@ def recover(journal: SQLiteJournal, catalog: str) -> list[Recovery]:
     return out
 
 
-def inspect(journal: SQLiteJournal, catalog: str) -> list[Recovery]:
+def inspect(journal: Journal, catalog: str) -> list[Recovery]:
     """Every unfinished request of `catalog`, read only (claims nothing)."""
     return [_recovery(rj) for rj in journal.unfinished(catalog)]
 
 
 def prepare_resume(
-    journal: SQLiteJournal,
+    journal: Journal,
     request_id: str,
     program_for: Any,
     catalog_version: str,

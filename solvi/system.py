@@ -21,7 +21,7 @@ from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
-from solvi.journal import SQLiteJournal, open_journal
+from solvi.journal import Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
@@ -67,7 +67,7 @@ class System:
             declared decides (answers identical under any order);
             ``"found"``: a learned order may stop at the first failing check
             it finds, and the guard names that check.
-        journal: a path, ``sqlite:///path`` or `SQLiteJournal`: journal every
+        journal: a path, ``sqlite:///path`` or `Journal`: journal every
             request so that `recover` and `resume` can finish it after a crash.
 
     Raises:
@@ -140,7 +140,7 @@ class System:
         self.learn = learn or order == "learned"
         self.guards = guards
         self.order_model = OrderModel()
-        self.journal: SQLiteJournal | None = None if journal is None else open_journal(journal)
+        self.journal: Journal | None = None if journal is None else open_journal(journal)
         self.cost_policy = cost_policy
         self.costs = costs or MeasuredCosts()
         self.logger = logger
@@ -338,7 +338,7 @@ class System:
 
     # -- journal and recovery -------------------------------------------------
 
-    def _journal(self, what: str) -> SQLiteJournal:
+    def _journal(self, what: str) -> Journal:
         if self.journal is None:
             msg = f"{what}() needs a journal: System(..., journal='decisions.journal')"
             raise SolviError(msg)

@@ -14,10 +14,13 @@ import pytest
 from flows import crashy
 
 from solvi import SolviError
-from solvi.journal import SQLiteJournal
+from solvi.journal import Journal, open_journal
 from solvi.recovery import ResumeRefused
 
 HERE = Path(__file__).resolve().parent
+
+
+POSTGRES = os.environ.get("SOLVI_TEST_POSTGRES_DSN")
 
 
 @pytest.fixture(autouse=True)
@@ -28,40 +31,64 @@ def _reset() -> Iterator[None]:
     crashy.CRASH_AT.clear()
 
 
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param(
+            "postgres",
+            marks=pytest.mark.skipif(
+                POSTGRES is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL"
+            ),
+        ),
+    ]
+)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty journal location on each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "j.db")
+    assert POSTGRES is not None
+    import psycopg
+
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS journal_entries, journal_requests, journal_version")
+    return POSTGRES
+
+
+def _sql(journal: Journal, sql: str) -> None:
+    journal._execute(sql)
+
+
 def _control_hash(tmp_path: Path) -> str:
     system = crashy.build(tmp_path / "control.db")
     try:
         return system.ask(crashy.STATE).hash
     finally:
-        assert system.journal is not None
-        system.journal.close()
+        system.close()
 
 
-def _crash_in(tmp_path: Path, part: str) -> tuple[str, Path]:
-    """Run one request that dies inside `part`; return its id and the journal path."""
-    path = tmp_path / "j.db"
+def _crash_in(path: str, part: str) -> tuple[str, str]:
+    """Run one request that dies inside `part`; return its id and the journal location."""
     system = crashy.build(path)
     crashy.CRASH_AT[part] = "raise"
     with pytest.raises(crashy.Crash):
         system.ask(crashy.STATE, request_id="req-1")
     crashy.CRASH_AT.clear()
-    assert system.journal is not None
-    system.journal.close()  # the owner is gone
+    system.close()  # the owner is gone
     return "req-1", path
 
 
-def test_closed_requests_are_not_unfinished(tmp_path: Path) -> None:
+def test_closed_requests_are_not_unfinished(where: str) -> None:
     """A request that finished is closed in the journal and needs no recovery."""
-    system = crashy.build(tmp_path / "j.db")
+    system = crashy.build(where)
     res = system.ask(crashy.STATE)
     assert res.request_id is not None
     assert system.journal_status() == []
     assert system.recover() == []
 
 
-def test_resume_after_a_crash_during_a_step_reuses_settled_values(tmp_path: Path) -> None:
+def test_resume_after_a_crash_during_a_step_reuses_settled_values(where: str) -> None:
     """Settled steps are not re-run; an interrupted non-idempotent step makes its answer abstain."""
-    request_id, path = _crash_in(tmp_path, "points")
+    request_id, path = _crash_in(where, "points")
     assert crashy.CALL_LOG == ["policy", "policy_in_force", "fraud_score", "documents", "points"]
     system = crashy.build(path)
     (status,) = system.journal_status()
@@ -85,10 +112,12 @@ def test_resume_after_a_crash_during_a_step_reuses_settled_values(tmp_path: Path
     assert system.journal_status() == []
 
 
-def test_resume_reruns_an_idempotent_step_and_matches_the_control(tmp_path: Path) -> None:
+def test_resume_reruns_an_idempotent_step_and_matches_the_control(
+    where: str, tmp_path: Path
+) -> None:
     """An idempotent step interrupted mid-call runs again; answers and hash equal the control."""
     control = _control_hash(tmp_path)
-    request_id, path = _crash_in(tmp_path, "documents")
+    request_id, path = _crash_in(where, "documents")
     system = crashy.build(path)
     system.recover()
     crashy.CALL_LOG.clear()
@@ -100,18 +129,18 @@ def test_resume_reruns_an_idempotent_step_and_matches_the_control(tmp_path: Path
     assert "points was interrupted before start; run on resume" in res.notes
 
 
-def test_a_crash_before_any_step_resumes_to_the_control(tmp_path: Path) -> None:
+def test_a_crash_before_any_step_resumes_to_the_control(where: str, tmp_path: Path) -> None:
     """Steps interrupted before start simply run on resume."""
     control = _control_hash(tmp_path)
-    request_id, path = _crash_in(tmp_path, "policy")
+    request_id, path = _crash_in(where, "policy")
     system = crashy.build(path)
     res = system.resume(request_id)
     assert res.hash == control
 
 
-def test_resume_refuses_a_live_owner_a_closed_request_and_a_changed_plan(tmp_path: Path) -> None:
-    """Only a dead owner's unfinished request with an unchanged plan can be resumed."""
-    path = tmp_path / "j.db"
+def test_resume_refuses_a_live_owner_and_a_closed_request(where: str) -> None:
+    """Only a dead owner's unfinished request can be resumed, and only once."""
+    path = where
     live = crashy.build(path)
     crashy.CRASH_AT["points"] = "raise"
     with pytest.raises(crashy.Crash):
@@ -121,39 +150,39 @@ def test_resume_refuses_a_live_owner_a_closed_request_and_a_changed_plan(tmp_pat
     with pytest.raises(ResumeRefused, match="belongs to a live process"):
         other.resume("r")
     assert other.recover() == []
-    assert live.journal is not None
-    live.journal.close()
+    live.close()
     other.resume("r")
     with pytest.raises(ResumeRefused, match="already closed"):
         other.resume("r")
 
 
-def test_resume_refuses_another_catalog_version(tmp_path: Path) -> None:
+def test_resume_refuses_another_catalog_version(where: str) -> None:
     """A request journaled by another catalog version is refused."""
-    request_id, path = _crash_in(tmp_path, "points")
-    journal = SQLiteJournal(path)
-    journal._conn().execute("UPDATE journal_requests SET catalog_version = 'other'")
+    request_id, path = _crash_in(where, "points")
+    journal = open_journal(path)
+    _sql(journal, "UPDATE journal_requests SET catalog_version = 'other'")
     journal.close()
     system = crashy.build(path)
     with pytest.raises(ResumeRefused, match="catalog version other"):
         system.resume(request_id)
 
 
-def test_two_recoverers_never_claim_the_same_request(tmp_path: Path) -> None:
+def test_two_recoverers_never_claim_the_same_request(where: str) -> None:
     """Claims are exclusive: of two recovering Systems only one gets the request."""
-    _, path = _crash_in(tmp_path, "points")
+    _, path = _crash_in(where, "points")
     first, second = crashy.build(path), crashy.build(path)
     claims = first.recover() + second.recover()
     assert [c.request_id for c in claims] == ["req-1"]
 
 
-def test_a_damaged_last_entry_is_skipped(tmp_path: Path) -> None:
+def test_a_damaged_last_entry_is_skipped(where: str) -> None:
     """A torn tail entry is skipped and counted, never fatal."""
-    request_id, path = _crash_in(tmp_path, "points")
-    journal = SQLiteJournal(path)
-    journal._conn().execute(
+    request_id, path = _crash_in(where, "points")
+    journal = open_journal(path)
+    _sql(
+        journal,
         "UPDATE journal_entries SET value = '{\"broken' WHERE seq = (SELECT MAX(seq) FROM "
-        "journal_entries WHERE kind = 'settled')"
+        "journal_entries WHERE kind = 'settled')",
     )
     journal.close()
     system = crashy.build(path)
