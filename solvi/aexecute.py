@@ -184,13 +184,14 @@ async def run_async(
     speculate: bool,
     order: Any = None,
     cost_of: Any = None,
+    by_declaration: bool = False,
 ) -> None:
     """Run a request's flow on the current event loop."""
     program = run.program
     phase0, phase1 = program.phases
     if order is not None and run.early_exit:
         driver = _Driver(run, limiter, costs, speculative=False)
-        for batch in learned_batches(run, order, cost_of):
+        for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
             await driver.drive(batch, False)
         await driver.drive(rest_after_learned(run), True)
         return

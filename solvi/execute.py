@@ -95,7 +95,9 @@ def run_sequential_subset(run: Run, indices: tuple[int, ...]) -> None:
     _phase_sequential(run, indices, False)
 
 
-def run_sequential(run: Run, order: Any = None, cost_of: Any = None) -> None:
+def run_sequential(
+    run: Run, order: Any = None, cost_of: Any = None, *, by_declaration: bool = False
+) -> None:
     """Run a request's flow one node after another, in flow order.
 
     With an `order` policy (and early exit), hard checks run one at a time in
@@ -103,7 +105,7 @@ def run_sequential(run: Run, order: Any = None, cost_of: Any = None) -> None:
     """
     program = run.program
     if order is not None and run.early_exit:
-        for batch in learned_batches(run, order, cost_of):
+        for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
             _phase_sequential(run, batch, False)
         _phase_sequential(run, rest_after_learned(run), True)
         return
@@ -159,7 +161,14 @@ def _phase_threaded(run: Run, phase: tuple[int, ...], filter_wanted: bool, pool:
                     outstanding += 1
 
 
-def run_threaded(run: Run, pool: Executor, order: Any = None, cost_of: Any = None) -> None:
+def run_threaded(
+    run: Run,
+    pool: Executor,
+    order: Any = None,
+    cost_of: Any = None,
+    *,
+    by_declaration: bool = False,
+) -> None:
     """Run a request's flow on worker threads, phase by phase.
 
     Under an `order` policy the hard checks run one after another, the steps
@@ -167,7 +176,7 @@ def run_threaded(run: Run, pool: Executor, order: Any = None, cost_of: Any = Non
     """
     program = run.program
     if order is not None and run.early_exit:
-        for batch in learned_batches(run, order, cost_of):
+        for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
             _phase_threaded(run, batch, False, pool)
         _phase_threaded(run, rest_after_learned(run), True, pool)
         return

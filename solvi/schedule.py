@@ -297,7 +297,9 @@ def _ancestors(nodes: tuple[Node, ...], index: int, status: list[int]) -> list[i
     return sorted(seen)
 
 
-def learned_batches(run: Run, policy: Any, cost_of: Any) -> Iterator[tuple[int, ...]]:
+def learned_batches(
+    run: Run, policy: Any, cost_of: Any, *, by_declaration: bool = False
+) -> Iterator[tuple[int, ...]]:
     """The batches of nodes a learned order runs, one hard check (and what it reads) each.
 
     The driver runs each batch before asking for the next. Hard checks are
@@ -307,6 +309,11 @@ def learned_batches(run: Run, policy: Any, cost_of: Any) -> Iterator[tuple[int, 
     declared guards the first declared failing check decides, so they must run
     whatever they return). It stops when no pending hard check governs a
     question that is still open.
+
+    With `by_declaration`, checks are taken in declaration order instead (the
+    score is still computed, for `explain_order`). Under declared guards that
+    order is the cheapest on every request: each check it evaluates must be
+    evaluated by any order that settles the same questions.
     """
     program = run.program
     nodes = program.nodes
@@ -367,7 +374,10 @@ def learned_batches(run: Run, policy: Any, cost_of: Any) -> Iterator[tuple[int, 
                 (),
             )
             scored.append((score, c, line))
-        if unblocking:
+        if by_declaration:
+            chosen = min(candidates, key=lambda c: nodes[c].parts[0].index)
+            line = next(entry for _, c, entry in scored if c == chosen)
+        elif unblocking:
             chosen = min(unblocking, key=lambda c: nodes[c].parts[0].index)
             line = next(entry for _, c, entry in scored if c == chosen)
         else:

@@ -283,6 +283,15 @@ class System:
         )
         raise TypeError(msg)
 
+    def _by_declaration(self, policy: OrderPolicy | None) -> bool:
+        """The learned order under declared guards takes checks in declaration order.
+
+        That order is the cheapest under declared guards on every request (see
+        `learned_batches`); an order object given to `ask` is ranked by its own
+        probabilities, for experiments.
+        """
+        return policy is self.order_model and self.guards == "declared"
+
     def _node_cost(self, node: Node) -> float:
         """Expected ms of a node: measured mean, else declared cost, else 0."""
         part = node.parts[0]
@@ -445,10 +454,18 @@ class System:
         policy = self._order_policy(order)
         n = self.workers if workers is None else workers
         if n == 1:
-            run_sequential(run, policy, self._node_cost)
+            run_sequential(
+                run, policy, self._node_cost, by_declaration=self._by_declaration(policy)
+            )
         else:
             _check_positive("workers", n, integer=True)
-            run_threaded(run, self._pool(n), policy, self._node_cost)
+            run_threaded(
+                run,
+                self._pool(n),
+                policy,
+                self._node_cost,
+                by_declaration=self._by_declaration(policy),
+            )
         return self._finish(run)
 
     def _start(
@@ -525,6 +542,7 @@ class System:
             speculate=speculate and run.early_exit,
             order=policy,
             cost_of=self._node_cost,
+            by_declaration=self._by_declaration(policy),
         )
         return self._finish(run)
 
