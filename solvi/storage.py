@@ -787,15 +787,40 @@ class PostgresStore(_PlanStore):
                 return result
 
     def close(self) -> None:
-        """Close the sync pool; call `aclose` instead when async methods were used."""
+        """Close both pools; from the loop that ran async methods, use `aclose` instead.
+
+        Raises:
+            StoreError: called on the event loop that owns the async pool.
+        """
+        apool, loop = self._apool, self._apool_loop
+        if apool is not None and loop is not None and not loop.is_closed():
+            try:
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                msg = (
+                    f"PostgresStore {self._where}: close() cannot close the async pool from "
+                    f"the event loop that uses it; use `await store.aclose()` there"
+                )
+                raise StoreError(msg)
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(apool.close(), loop).result(self._timeout)
+        # A pool whose loop has ended has no tasks left to stop: dropping it is enough.
+        self._apool = self._apool_loop = None
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
 
     async def aclose(self) -> None:
-        """Close both pools (on the loop that opened the async one)."""
-        apool, self._apool = self._apool, None
-        if apool is not None:
+        """Close both pools without blocking the event loop."""
+        apool, loop = self._apool, self._apool_loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if apool is not None and loop is running:
+            self._apool = self._apool_loop = None
             await apool.close()
         await anyio.to_thread.run_sync(self.close)
 
