@@ -28,8 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from solvi import Catalog, Question, System
-from solvi.serve import asgi
+from solvi import Catalog, Question, System, asgi
 
 __all__ = ["ORDERS", "PAYMENTS", "app", "catalog", "main", "system"]
 

@@ -8,6 +8,7 @@ from solvi.errors import CatalogError, PlanError, RecordError, SolviError
 from solvi.flow import Flow
 from solvi.question import UNSET, Question
 from solvi.response import Answer, Response, Safeguard, Step, Trace
+from solvi.serve import asgi
 from solvi.strategy import DeterministicStrategist, Strategist
 from solvi.system import System
 
@@ -31,4 +32,5 @@ __all__ = [
     "Strategist",
     "System",
     "Trace",
+    "asgi",
 ]

@@ -11,20 +11,17 @@ over HTTP (see `solvi.serve`). A TARGET is ``module:attribute`` or
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
-import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import networkx as nx
 
+from solvi._targets import TARGET_HELP, TargetError, load_target
 from solvi.catalog import Catalog, Part
-from solvi.errors import CatalogError, PlanError, _closest
+from solvi.errors import PlanError, _closest
 from solvi.flow import Flow
 from solvi.question import Question
 from solvi.response import render
@@ -33,115 +30,12 @@ from solvi.system import System
 
 __all__ = ["main"]
 
-_TARGET_HELP = "module:attribute or path/to/file.py:attribute naming a Catalog or a System"
-
 
 class _Failure(Exception):
     """A command cannot go on; the message is printed on one line, without a traceback."""
 
 
 # -- loading a target ---------------------------------------------------------------
-
-
-def _import_file(path_text: str) -> ModuleType:
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        msg = f"no file {path_text!r}; give the path of a Python file, relative to {os.getcwd()}"
-        raise _Failure(msg)
-    # Like `python path/to/file.py`: the file's directory is importable, so a
-    # catalog can import helpers that sit next to it.
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    name = path.stem
-    existing = sys.modules.get(name)
-    if existing is not None:
-        existing_file = getattr(existing, "__file__", None)
-        if existing_file is not None and Path(existing_file).resolve() == path:
-            return existing
-        name = f"_solvi_target_{name}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        msg = f"cannot import {path_text!r}: Python does not load files like it; use a .py file"
-        raise _Failure(msg)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
-def _import_module(name: str) -> ModuleType:
-    cwd = os.getcwd()
-    if "" not in sys.path and cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            msg = (
-                f"cannot import module {name!r}: {exc}; run solvi from the directory that "
-                f"holds it, or give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attribute)"
-            )
-            raise _Failure(msg) from exc
-        raise
-
-
-def _load_module(module_text: str) -> ModuleType:
-    is_file = module_text.endswith(".py") or "/" in module_text or os.sep in module_text
-    try:
-        if is_file:
-            return _import_file(module_text)
-        return _import_module(module_text)
-    except _Failure:
-        raise
-    except PlanError as exc:
-        msg = (
-            f"module {module_text!r} failed to build its System: {exc}; fix that name in the "
-            f"Question (rule=, uses= or requires=)"
-        )
-        raise _Failure(msg) from exc
-    except CatalogError as exc:
-        msg = f"module {module_text!r} declares a part wrongly: {exc}"
-        raise _Failure(msg) from exc
-    except Exception as exc:
-        msg = (
-            f"importing module {module_text!r} failed: {type(exc).__name__}: {exc}; "
-            f"fix the module so that `python -c 'import ...'` works"
-        )
-        raise _Failure(msg) from exc
-
-
-def _load_target(target: str) -> Catalog | System:
-    module_text, sep, attr = target.rpartition(":")
-    if not sep or not module_text or not attr:
-        msg = (
-            f"{target!r} names no attribute; write {_TARGET_HELP} "
-            f"(for example examples/claims.py:system)"
-        )
-        raise _Failure(msg)
-    module = _load_module(module_text)
-    value: Any = module
-    for piece in attr.split("."):
-        if not hasattr(value, piece):
-            found = sorted(n for n, v in vars(module).items() if isinstance(v, Catalog | System))
-            hint = f" (it has: {', '.join(found)})" if found else ""
-            msg = (
-                f"no attribute {attr!r} in module {module_text!r}; expected a Catalog or "
-                f"System{hint}"
-            )
-            raise _Failure(msg)
-        value = getattr(value, piece)
-    if not isinstance(value, Catalog | System):
-        msg = (
-            f"{target!r} is a {type(value).__name__}, not a solvi Catalog or System; "
-            f"name the Catalog or the System the module defines"
-        )
-        raise _Failure(msg)
-    return value
 
 
 def _as_system(target: str, value: Catalog | System) -> System:
@@ -319,7 +213,7 @@ def _print_check(report: Mapping[str, Any]) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    system = _as_system(args.target, _load_target(args.target))
+    system = _as_system(args.target, load_target(args.target))
     report = _check_report(args.target, system)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -377,7 +271,7 @@ def _print_plan(system: System, flow: Flow) -> None:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    system = _as_system(args.target, _load_target(args.target))
+    system = _as_system(args.target, load_target(args.target))
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     flow = system.plan(keys)
     if args.mermaid:
@@ -436,7 +330,7 @@ def _parser() -> argparse.ArgumentParser:
             "there are errors, 0 otherwise."
         ),
     )
-    check.add_argument("target", help=_TARGET_HELP)
+    check.add_argument("target", help=TARGET_HELP)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.set_defaults(run=_cmd_check)
 
@@ -445,7 +339,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the flow for a set of request keys",
         description="Print the flow a System plans for requests that bring exactly these keys.",
     )
-    plan.add_argument("target", help=_TARGET_HELP)
+    plan.add_argument("target", help=TARGET_HELP)
     plan.add_argument(
         "--keys", required=True, help="the request's keys, comma-separated (e.g. claim,documents)"
     )
@@ -477,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         status: int = args.run(args)
-    except _Failure as exc:
+    except (_Failure, TargetError) as exc:
         print(f"solvi {args.command}: {exc}", file=sys.stderr)
         return 1
     return status

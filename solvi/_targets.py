@@ -1,0 +1,179 @@
+"""Loading a target: ``module:attribute`` or ``path/to/file.py:attribute``.
+
+The module is a dotted name, imported with the current directory on
+``sys.path``, or the path of a ``.py`` file, imported like ``python
+path/to/file.py`` (the file's folder becomes importable). The attribute may be
+dotted. Every mistake is a `TargetError` whose message names the target, says
+what is wrong and how to fix it. ``solvi check``, ``solvi plan`` and ``solvi
+serve`` all load their targets here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from solvi.catalog import Catalog
+from solvi.errors import CatalogError, PlanError, SolviError
+from solvi.system import System
+
+__all__ = ["TARGET_HELP", "MissingAttributeError", "TargetError", "load_attribute", "load_target"]
+
+#: What a target is, for help texts and error messages.
+TARGET_HELP = "module:attribute or path/to/file.py:attribute naming a Catalog or a System"
+
+
+class TargetError(SolviError):
+    """A target cannot be loaded: malformed, missing, failing on import, or of the wrong kind."""
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.target = target
+
+
+class MissingAttributeError(TargetError):
+    """The target's module loaded but has no such attribute; `found` lists what it does have."""
+
+    def __init__(
+        self, message: str, *, target: str, module: str, attribute: str, found: tuple[str, ...]
+    ) -> None:
+        super().__init__(message, target=target)
+        self.module = module
+        self.attribute = attribute
+        self.found = found
+
+    @property
+    def hint(self) -> str:
+        """The Catalogs and Systems the module has, for a message (empty when none)."""
+        return _it_has(self.found)
+
+
+def _it_has(found: tuple[str, ...]) -> str:
+    return f" (it has: {', '.join(found)})" if found else ""
+
+
+def _import_file(target: str, path_text: str) -> ModuleType:
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        msg = f"no file {path_text!r}; give the path of a Python file, relative to {os.getcwd()}"
+        raise TargetError(msg, target=target)
+    # Like `python path/to/file.py`: the file's directory is importable, so a
+    # catalog can import helpers that sit next to it.
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None:
+        existing_file = getattr(existing, "__file__", None)
+        if existing_file is not None and Path(existing_file).resolve() == path:
+            return existing
+        name = f"_solvi_target_{name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        msg = f"cannot import {path_text!r}: Python does not load files like it; use a .py file"
+        raise TargetError(msg, target=target)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_module(target: str, name: str) -> ModuleType:
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            msg = (
+                f"cannot import module {name!r}: {exc}; run solvi from the directory that "
+                f"holds it, or give a file path (path/to/{name.rsplit('.', 1)[-1]}.py:attribute)"
+            )
+            raise TargetError(msg, target=target) from exc
+        raise
+
+
+def _load_module(target: str, module_text: str) -> ModuleType:
+    is_file = module_text.endswith(".py") or "/" in module_text or os.sep in module_text
+    try:
+        if is_file:
+            return _import_file(target, module_text)
+        return _import_module(target, module_text)
+    except TargetError:
+        raise
+    except PlanError as exc:
+        msg = (
+            f"module {module_text!r} failed to build its System: {exc}; fix that name in the "
+            f"Question (rule=, uses= or requires=)"
+        )
+        raise TargetError(msg, target=target) from exc
+    except CatalogError as exc:
+        msg = f"module {module_text!r} declares a part wrongly: {exc}"
+        raise TargetError(msg, target=target) from exc
+    except Exception as exc:
+        msg = (
+            f"importing module {module_text!r} failed: {type(exc).__name__}: {exc}; "
+            f"fix the module so that `python -c 'import ...'` works"
+        )
+        raise TargetError(msg, target=target) from exc
+
+
+def load_attribute(target: str) -> Any:
+    """Import the target's module and return its attribute, whatever it is.
+
+    Raises:
+        TargetError: the target names no attribute, its module cannot be found
+            or fails on import.
+        MissingAttributeError: the module has no such attribute.
+    """
+    module_text, sep, attr = target.rpartition(":")
+    if not sep or not module_text or not attr:
+        msg = (
+            f"{target!r} names no attribute; write {TARGET_HELP} "
+            f"(for example examples/claims.py:system)"
+        )
+        raise TargetError(msg, target=target)
+    module = _load_module(target, module_text)
+    value: Any = module
+    for piece in attr.split("."):
+        if not hasattr(value, piece):
+            found = tuple(
+                sorted(n for n, v in vars(module).items() if isinstance(v, Catalog | System))
+            )
+            msg = (
+                f"no attribute {attr!r} in module {module_text!r}; expected a Catalog or "
+                f"System{_it_has(found)}"
+            )
+            raise MissingAttributeError(
+                msg, target=target, module=module_text, attribute=attr, found=found
+            )
+        value = getattr(value, piece)
+    return value
+
+
+def load_target(target: str) -> Catalog | System:
+    """The Catalog or System a target names.
+
+    Raises:
+        TargetError: the target cannot be loaded (see `load_attribute`) or names
+            something else.
+    """
+    value = load_attribute(target)
+    if not isinstance(value, Catalog | System):
+        msg = (
+            f"{target!r} is a {type(value).__name__}, not a solvi Catalog or System; "
+            f"name the Catalog or the System the module defines"
+        )
+        raise TargetError(msg, target=target)
+    return value

@@ -1,0 +1,149 @@
+"""``solvi serve``: load a target's System and serve it with uvicorn, from argparse or code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from solvi._targets import MissingAttributeError, TargetError, load_attribute
+from solvi.catalog import Catalog
+from solvi.errors import SolviError
+from solvi.serve._app import INSTALL, asgi, need
+from solvi.system import System
+
+__all__ = ["add_serve_command", "load_system", "main", "run"]
+
+
+def load_system(target: str) -> System:
+    """Load the System named by ``module:attribute`` or ``path/to/file.py:attribute``.
+
+    The attribute may be a System, a Catalog (served as ``System(catalog)``) or a
+    function taking no arguments that returns either.
+
+    Raises:
+        SolviError: the target is malformed, missing, fails on import, or names
+            something else.
+    """
+    try:
+        value: Any = load_attribute(target)
+    except MissingAttributeError as exc:
+        msg = (
+            f"no attribute {exc.attribute!r} in {exc.module!r}; name a System or a "
+            f"factory{exc.hint}"
+        )
+        raise TargetError(msg, target=target) from None
+    if not isinstance(value, System | Catalog) and callable(value):
+        value = value()
+    if isinstance(value, Catalog):
+        return System(value)
+    if not isinstance(value, System):
+        msg = (
+            f"{target!r} is a {type(value).__name__}, not a solvi System; name a System, a "
+            f"Catalog, or a function without arguments that returns one"
+        )
+        raise TargetError(msg, target=target)
+    return value
+
+
+def run(
+    target: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    max_body: int = 1_000_000,
+    log_level: str = "info",
+) -> None:
+    """Serve the System named by `target` with uvicorn until interrupted.
+
+    Args:
+        target: ``module:attribute`` or ``path/to/file.py:attribute`` naming a
+            System, a Catalog, or a function without arguments returning one.
+        host: the address to listen on (default loopback only).
+        port: the TCP port.
+        max_body: the largest request body accepted, in bytes.
+        log_level: uvicorn's log level.
+
+    Raises:
+        ImportError: Starlette or uvicorn is not installed.
+        SolviError: the target cannot be loaded.
+    """
+    uvicorn = need("uvicorn")
+    app = asgi(load_system(target), max_body=max_body)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        msg = f"a port is a whole number from 0 to 65535, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        msg = f"give a positive whole number of bytes, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return int(text)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", help="module:attribute or path/to/file.py:attribute naming a System"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="TCP port (8000)")
+    parser.add_argument(
+        "--max-body",
+        type=_positive,
+        default=1_000_000,
+        help="largest request body accepted, in bytes (1000000)",
+    )
+    parser.set_defaults(run=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        run(args.target, args.host, args.port, max_body=args.max_body)
+    except (SolviError, ImportError) as exc:
+        sys.stderr.write(f"solvi serve: {exc}\n")
+        return 1
+    return 0
+
+
+def add_serve_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Register ``serve TARGET [--host] [--port] [--max-body]`` on an argparse subparsers object.
+
+    The sub-command sets ``run`` to a function taking the parsed arguments and
+    returning the exit status (1 when the target cannot be loaded or the serve
+    extra is missing).
+
+    Returns:
+        The ``serve`` parser.
+    """
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a System over HTTP (POST /v1/ask, plan, health, metrics)",
+        description=(
+            "Serve a System over HTTP with uvicorn: POST /v1/ask, GET /v1/plan, GET /healthz, "
+            f"GET /metrics, GET /openapi.json. Needs the serve extra: {INSTALL}"
+        ),
+    )
+    _add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``solvi serve`` on its own (what ``python -m solvi.serve`` runs).
+
+    Returns:
+        The exit status.
+    """
+    parser = argparse.ArgumentParser(prog="solvi serve", description="Serve a System over HTTP.")
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    status: int = args.run(args)
+    return status

@@ -1,0 +1,252 @@
+"""What a client sends to the app, checked: query options and the JSON body.
+
+Every mistake is a `ClientError`: the HTTP status, a stable code and a
+message that says how to fix the request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from solvi.errors import _closest
+
+if TYPE_CHECKING:
+    from starlette.datastructures import QueryParams
+    from starlette.requests import Request
+
+__all__ = [
+    "CLIENT_CLOSED",
+    "ERROR_CODES",
+    "MAX_DEPTH",
+    "AskOptions",
+    "ClientError",
+    "ask_options",
+    "check_media_type",
+    "parse_state",
+    "plan_keys",
+    "read_body",
+]
+
+#: The deepest nesting of lists and objects a posted state may have: deeper
+#: values would exhaust the stack when the record is written.
+MAX_DEPTH = 64
+_ASK_OPTIONS = ("early_exit", "speculate", "timeout", "question")
+ERROR_CODES = (
+    "invalid_json",
+    "invalid_query",
+    "not_an_object",
+    "too_deep",
+    "unrecordable_value",
+    "unsupported_media_type",
+    "body_too_large",
+    "unknown_question",
+    "not_found",
+    "method_not_allowed",
+    "client_disconnected",
+)
+#: Not a standard status: what nginx logs when the client left before the answer.
+CLIENT_CLOSED = 499
+
+# -- errors a client can cause ---------------------------------------------------------
+
+
+class ClientError(Exception):
+    """A request the app refuses: status, code and a message that says how to fix it."""
+
+    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+# -- query values --------------------------------------------------------------------
+
+
+@attrs.frozen
+class AskOptions:
+    """The query options of one POST /v1/ask, checked."""
+
+    early_exit: bool | None = None
+    speculate: bool = False
+    timeout: float | None = None
+    question: str | None = None
+
+
+def _single(params: QueryParams, known: Sequence[str]) -> dict[str, str]:
+    """The query parameters as a dict; unknown or repeated names are refused."""
+    values: dict[str, str] = {}
+    for name, value in params.multi_items():
+        if name not in known:
+            msg = (
+                f"unknown query parameter {name!r}{_closest(name, known)}; this endpoint "
+                f"takes {', '.join(known)}"
+            )
+            raise ClientError(400, "invalid_query", msg, parameter=name)
+        if name in values:
+            msg = f"query parameter {name!r} is given twice; give it once"
+            raise ClientError(400, "invalid_query", msg, parameter=name)
+        values[name] = value
+    return values
+
+
+def _boolean(name: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    msg = f"query parameter {name!r} must be true or false, got {text!r}"
+    raise ClientError(400, "invalid_query", msg, parameter=name)
+
+
+def _seconds(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        msg = (
+            f"query parameter {name!r} must be a positive number of seconds (e.g. 2.5), "
+            f"got {text!r}"
+        )
+        raise ClientError(400, "invalid_query", msg, parameter=name)
+    return value
+
+
+def ask_options(params: QueryParams, questions: Sequence[str]) -> AskOptions:
+    given = _single(params, _ASK_OPTIONS)
+    question = given.get("question")
+    if question is not None and question not in questions:
+        msg = (
+            f"no question {question!r} in this System{_closest(question, questions)}; "
+            f"ask one of: {', '.join(questions)}, or leave out question= for all of them"
+        )
+        raise ClientError(404, "unknown_question", msg, questions=list(questions))
+    return AskOptions(
+        early_exit=_boolean("early_exit", given["early_exit"]) if "early_exit" in given else None,
+        speculate=_boolean("speculate", given["speculate"]) if "speculate" in given else False,
+        timeout=_seconds("timeout", given["timeout"]) if "timeout" in given else None,
+        question=question,
+    )
+
+
+def plan_keys(params: QueryParams) -> list[str]:
+    for name, _ in params.multi_items():
+        if name != "keys":
+            msg = f"unknown query parameter {name!r}; this endpoint takes keys"
+            raise ClientError(400, "invalid_query", msg, parameter=name)
+    given = params.getlist("keys")
+    if not given:
+        msg = (
+            "give the request's keys, comma-separated: /v1/plan?keys=age,income "
+            "(keys= with nothing plans a request without keys)"
+        )
+        raise ClientError(400, "invalid_query", msg, parameter="keys")
+    return given
+
+
+# -- the request body ------------------------------------------------------------------
+
+
+def check_media_type(request: Request) -> None:
+    header = request.headers.get("content-type")
+    media = (header or "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return
+    got = "no Content-Type" if header is None else f"Content-Type {header!r}"
+    msg = f"the body must be JSON, got {got}; send the state with Content-Type: application/json"
+    raise ClientError(415, "unsupported_media_type", msg)
+
+
+def _too_large(size: int, limit: int) -> ClientError:
+    msg = (
+        f"the body is {size} bytes or more, more than this server accepts ({limit} bytes); send a "
+        f"smaller state, or start the server with a larger max_body"
+    )
+    return ClientError(413, "body_too_large", msg, limit=limit)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            msg = f"the Content-Length header must be a whole number of bytes, got {declared!r}"
+            raise ClientError(400, "invalid_json", msg)
+        if int(declared) > limit:
+            raise _too_large(int(declared), limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _no_constants(name: str) -> Any:
+    msg = f"{name} is not JSON; numbers must be finite"
+    raise ValueError(msg)
+
+
+def _depth_ok(value: Any) -> bool:
+    """Whether `value` nests lists and objects at most MAX_DEPTH deep (no recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children: Any
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return False
+        todo.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_state(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        msg = 'the body is empty; send the request\'s state as a JSON object, e.g. {"age": 30}'
+        raise ClientError(400, "invalid_json", msg)
+    try:
+        state = json.loads(body, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        msg = (
+            f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+            f"send the state as a JSON object"
+        )
+        raise ClientError(400, "invalid_json", msg) from None
+    except UnicodeDecodeError:
+        msg = "the body is not UTF-8 text; send the state as UTF-8 encoded JSON"
+        raise ClientError(400, "invalid_json", msg) from None
+    except (ValueError, RecursionError) as exc:
+        msg = f"the body cannot be read as JSON: {exc}; send the state as a JSON object"
+        raise ClientError(400, "invalid_json", msg) from None
+    if not isinstance(state, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(state), "a number"
+        )
+        msg = (
+            f"the body is {kind}, not a JSON object; send the request's state as an object "
+            f'of fact names to values, e.g. {{"age": 30}}'
+        )
+        raise ClientError(422, "not_an_object", msg)
+    if not _depth_ok(state):
+        msg = (
+            f"the state nests lists and objects more than {MAX_DEPTH} levels deep; flatten it "
+            f"to at most {MAX_DEPTH} levels"
+        )
+        raise ClientError(422, "too_deep", msg, limit=MAX_DEPTH)
+    return state
