@@ -68,7 +68,9 @@ class AuditEntry:
         )
 
 
-def chain(head_seq: int, head_hash: str, items: Iterable[tuple[str, str, str]]) -> list[AuditEntry]:
+def _chain(
+    head_seq: int, head_hash: str, items: Iterable[tuple[str, str, str]]
+) -> list[AuditEntry]:
     """Entries for (kind, request_id, payload) items, appended after the chain head."""
     out: list[AuditEntry] = []
     seq, prev = head_seq, head_hash
@@ -80,7 +82,7 @@ def chain(head_seq: int, head_hash: str, items: Iterable[tuple[str, str, str]]) 
     return out
 
 
-def response_items(
+def _response_items(
     record: Mapping[str, Any], request_id: str, created: dt.datetime
 ) -> list[tuple[str, str, str]]:
     """The audit items of one stored response: its decision, then each safeguard."""
@@ -94,7 +96,7 @@ def response_items(
         "catalog_version": record["catalog_version"],
         "created": created.isoformat(),
         "hash": record["hash"],
-        "stored": record_digest(record),
+        "stored": _record_digest(record),
     }
     items = [("decision", request_id, canonical_json(decision))]
     for guard in record.get("safeguards", ()):
@@ -102,14 +104,14 @@ def response_items(
     return items
 
 
-def record_text(record: Mapping[str, Any]) -> str:
+def _record_text(record: Mapping[str, Any]) -> str:
     """The text a store keeps for a record: compact JSON, keys in the record's own order."""
     return json.dumps(record, allow_nan=False, separators=(",", ":"))
 
 
-def record_digest(record: Mapping[str, Any]) -> str:
-    """sha256 of `record_text`: the decision entry holds it, so an edited record shows."""
-    return hashlib.sha256(record_text(record).encode()).hexdigest()
+def _record_digest(record: Mapping[str, Any]) -> str:
+    """sha256 of `_record_text`: the decision entry holds it, so an edited record shows."""
+    return hashlib.sha256(_record_text(record).encode()).hexdigest()
 
 
 @attrs.frozen
@@ -232,7 +234,7 @@ def _check_records(
             )
             continue
         seq, digest = found
-        if record_digest(record) != digest:
+        if _record_digest(record) != digest:
             bad.append(
                 (
                     seq,

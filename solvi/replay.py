@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from solvi.storage import Store
     from solvi.system import System
 
-__all__ = ["Difference", "ReplayResult", "ReplaySummary", "replay", "replay_store"]
+__all__ = ["Difference", "ReplayResult", "ReplaySummary", "Skipped", "replay", "replay_store"]
 
 TIMED_OUT = "timed out when recorded"
 
@@ -49,19 +49,34 @@ class Difference:
 
 
 @attrs.frozen
+class Skipped:
+    """Something the replay did not compare, and why (a step timed out when recorded).
+
+    `kind` is ``"answer"``, ``"value"`` or ``"hash"``, as in `Difference`.
+    """
+
+    kind: Literal["answer", "value", "hash"]
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: skipped, {self.reason}"
+
+
+@attrs.frozen
 class ReplayResult:
     """The outcome of replaying one record.
 
     `same` is True when nothing compared differs (and the record was not
-    refused); `skipped` holds ``(name, reason)`` for answers, values and the
-    hash that were not compared because a step timed out when recorded;
+    refused); `skipped` lists the answers, values and hash that were not
+    compared because a step timed out when recorded;
     `refused` says why the record was not replayed at all.
     """
 
     request_id: str | None
     same: bool
     differences: tuple[Difference, ...] = ()
-    skipped: tuple[tuple[str, str], ...] = ()
+    skipped: tuple[Skipped, ...] = ()
     refused: str | None = None
 
 
@@ -222,7 +237,7 @@ def _compare(
     tainted = _tainted(system, record)
     flow = system.plan(record["input"]) if tainted else None
     differences: list[Difference] = []
-    skipped: list[tuple[str, str]] = []
+    skipped: list[Skipped] = []
     stored_answers: Mapping[str, Any] = record["answers"]
     fresh_answers: Mapping[str, Any] = fresh["answers"]
     for name in _union(stored_answers, fresh_answers):
@@ -231,7 +246,7 @@ def _compare(
             stored.get("guard") == "timeout"
             or (flow is not None and _question_facts(flow, name) & tainted)
         ):
-            skipped.append((name, TIMED_OUT))
+            skipped.append(Skipped("answer", name, TIMED_OUT))
             continue
         replayed = fresh_answers.get(name)
         if stored != replayed:
@@ -240,7 +255,7 @@ def _compare(
     fresh_values: Mapping[str, Any] = fresh["values"]
     for fact in _union(stored_values, fresh_values):
         if fact in tainted:
-            skipped.append((fact, TIMED_OUT))
+            skipped.append(Skipped("value", fact, TIMED_OUT))
             continue
         if stored_values.get(fact) != fresh_values.get(fact) or (
             (fact in stored_values) != (fact in fresh_values)
@@ -249,7 +264,7 @@ def _compare(
                 Difference("value", fact, stored_values.get(fact), fresh_values.get(fact))
             )
     if tainted:
-        skipped.append(("hash", TIMED_OUT))
+        skipped.append(Skipped("hash", "hash", TIMED_OUT))
     elif record["hash"] != fresh["hash"]:
         differences.append(Difference("hash", "hash", record["hash"], fresh["hash"]))
     return ReplayResult(

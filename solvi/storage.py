@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import anyio.to_thread
 import attrs
 
-from solvi.audit import GENESIS, AuditEntry, chain, record_text, response_items
+from solvi.audit import GENESIS, AuditEntry, _chain, _record_text, _response_items
 from solvi.errors import SolviError
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def _dump_record(record: Mapping[str, Any], request_id: str) -> str:
         raise ValueError(msg)
     try:
         # Not sorted: the answers keep the order of the System's questions.
-        return record_text(record)
+        return _record_text(record)
     except (TypeError, ValueError) as exc:
         msg = f"the record for request {request_id!r} is not JSON data ({exc}); pass .record"
         raise ValueError(msg) from exc
@@ -271,7 +271,7 @@ def _save_plan(
         )
         raise DuplicateRequestError(msg, request_id=request_id)
     seq, prev = int(head[0][0]), str(head[0][1])
-    entries = chain(seq, prev, response_items(record, request_id, now))
+    entries = _chain(seq, prev, _response_items(record, request_id, now))
     for e in entries:
         yield (
             "INSERT INTO solvi_audit (seq, kind, request_id, payload, prev_hash, hash) "
@@ -707,8 +707,9 @@ class PostgresStore(_PlanStore):
                         _sync_execute(conn), _migrate_plan(_POSTGRES, self._where)
                     )
         except psycopg.OperationalError as exc:
+            reason = " ".join(str(exc).split())
             msg = (
-                f"cannot connect to PostgreSQL store {self._where}: {str(exc).strip()}; check "
+                f"cannot connect to PostgreSQL store {self._where}: {reason}; check "
                 f"that the server runs and the DSN (host, port, user, database) is right"
             )
             raise StoreError(msg) from exc

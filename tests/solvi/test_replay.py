@@ -1,0 +1,241 @@
+"""Replay: same answers, differences named, other versions refused, timeouts skipped."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flows.loans import loans_system
+from stores import BACKENDS, Backend, backend
+
+from solvi._targets import load_attribute
+from solvi.replay import Difference, ReplayResult, Skipped, replay, replay_store
+from solvi.storage import MissingRecordError, Store
+from solvi.storecli import add_store_commands
+from solvi.system import System
+
+FLOWS = Path(__file__).resolve().parent / "flows"
+TARGET = f"{FLOWS / 'loans.py'}:system"
+ADULT = {"applicant": {"age": 30, "income": 60_000}}
+MINOR = {"applicant": {"age": 16, "income": 60_000}}
+SKIPPED_BUREAU = (
+    Skipped("answer", "clean_record", "timed out when recorded"),
+    Skipped("value", "bureau", "timed out when recorded"),
+    Skipped("value", "clean_record", "timed out when recorded"),
+    Skipped("hash", "hash", "timed out when recorded"),
+)
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """An empty database on each backend."""
+    with backend(request.param, tmp_path) as b:
+        yield b
+
+
+@pytest.fixture
+def store(db: Backend) -> Iterator[Store]:
+    """A store on that database, closed afterwards."""
+    s = db.open()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def settings() -> dict[str, Any]:
+    """What the loans parts read: the approval limit and the bureau's delay."""
+    return {"limit": 40, "bureau_delay": 0.0}
+
+
+@pytest.fixture
+def loans(settings: dict[str, Any]) -> System:
+    """The loans System reading `settings`."""
+    return loans_system(settings)
+
+
+def test_replay_of_an_unchanged_system_is_the_same(store: Store, loans: System) -> None:
+    """A stored request replayed by id, with nothing changed, has no difference."""
+    store.save_response(loans.ask(ADULT).record, request_id="a")
+    assert replay(loans, "a", store=store) == ReplayResult("a", same=True)
+    assert replay(loans, store.get_record("a")) == ReplayResult(None, same=True)
+
+
+def test_replay_runs_async_parts_and_honours_early_exit(loans: System) -> None:
+    """The async part runs again in a loop of its own; a forced answer replays as forced."""
+    record = loans.ask(MINOR).record
+    assert record["answers"]["approve"]["status"] == "forced"
+    assert "rate" not in record["values"]
+    whole = loans.ask(MINOR, early_exit=False).record
+    assert whole["values"]["rate"] == 0.05
+    assert replay(loans, record).same
+    assert replay(loans, whole).same
+
+
+def test_a_changed_part_shows_as_answer_value_and_hash_differences(
+    store: Store, loans: System, settings: dict[str, Any]
+) -> None:
+    """Raising the limit after recording flips `approve`; replay names all three kinds."""
+    store.save_response(loans.ask(ADULT).record, request_id="a")
+    settings["limit"] = 60
+    result = replay(loans, "a", store=store)
+    assert not result.same
+    assert result.refused is None
+    stored = {"status": "decided", "value": True, "reason": "rule approve", "guard": None}
+    assert result.differences[:2] == (
+        Difference("answer", "approve", stored, {**stored, "value": False}),
+        Difference("value", "approve", True, False),
+    )
+    assert [d.kind for d in result.differences] == ["answer", "value", "hash"]
+    assert str(result.differences[1]) == "value approve: stored true, replayed false"
+
+
+def test_a_record_of_another_catalog_version_is_refused(
+    loans: System, settings: dict[str, Any]
+) -> None:
+    """A record from a catalog with another shape is refused, naming both versions."""
+    newer = loans_system(settings, extra=True)
+    assert newer.version != loans.version
+    result = replay(newer, loans.ask(ADULT).record)
+    assert (result.same, result.differences) == (False, ())
+    assert result.refused == (
+        f"the record is from catalog version {loans.version}, this System runs version "
+        f"{newer.version}; replay it with the catalog as it was then"
+    )
+
+
+def test_a_record_of_another_catalog_is_refused(loans: System) -> None:
+    """A record whose catalog has another name is refused, not compared."""
+    record = dict(loans.ask(ADULT).record, catalog="claims")
+    refused = replay(loans, record).refused
+    assert refused is not None
+    assert refused.startswith("the record is from catalog 'claims', this System answers")
+
+
+def test_what_a_timeout_decided_is_skipped_not_compared(
+    loans: System, settings: dict[str, Any]
+) -> None:
+    """A step that timed out when recorded is not judged: its answer, values and hash skip."""
+    settings["bureau_delay"] = 0.2
+    record = loans.ask(ADULT).record
+    assert record["answers"]["clean_record"]["guard"] == "timeout"
+    settings["bureau_delay"] = 0.0
+    result = replay(loans, record)
+    assert (result.same, result.differences) == (True, ())
+    assert result.skipped == SKIPPED_BUREAU
+    settings["limit"] = 60
+    changed = replay(loans, record)
+    assert [(d.kind, d.name) for d in changed.differences] == [
+        ("answer", "approve"),
+        ("value", "approve"),
+    ]
+    assert changed.skipped == SKIPPED_BUREAU
+
+
+def test_replay_by_id_needs_a_store(loans: System) -> None:
+    """A request id without a store raises ValueError saying where to pass one."""
+    with pytest.raises(ValueError, match="needs a store: pass store="):
+        replay(loans, "a")
+
+
+def test_replay_of_an_unknown_id_raises_lookup_error(store: Store, loans: System) -> None:
+    """An id that was never stored raises MissingRecordError."""
+    with pytest.raises(MissingRecordError):
+        replay(loans, "nope", store=store)
+
+
+def test_replay_rejects_what_is_not_a_record(loans: System) -> None:
+    """A mapping without a record's keys raises ValueError naming what is missing."""
+    with pytest.raises(ValueError, match=r"not a decision record \(it has no catalog_version"):
+        replay(loans, {"catalog": "loans"})
+
+
+def test_replay_store_summarises_same_different_and_refused(
+    store: Store, loans: System, settings: dict[str, Any]
+) -> None:
+    """replay_store replays the catalog's records in order and counts each outcome."""
+    store.save_response(loans.ask(ADULT).record, request_id="adult")
+    store.save_response(loans.ask(MINOR).record, request_id="minor")
+    old = loans_system(settings, extra=True)
+    store.save_response(old.ask(ADULT).record, request_id="old")
+    settings["limit"] = 60
+    summary = replay_store(loans, store)
+    assert [r.request_id for r in summary.results] == ["adult", "minor", "old"]
+    assert (summary.same, summary.different, summary.refused, summary.ok) == (1, 1, 1, False)
+    text = str(summary).splitlines()
+    assert text[0] == (
+        f"replayed 3 records of catalog loans (version {loans.version}): 1 same, "
+        f"1 different, 1 refused"
+    )
+    assert text[1].startswith("  adult: answer approve: stored ")
+    assert text[-1].startswith(f"  old: refused: the record is from catalog version {old.version}")
+
+
+def test_replay_store_since_takes_only_later_records(store: Store, loans: System) -> None:
+    """since= replays only the records stored at or after that time."""
+    store.save_response(loans.ask(ADULT).record, request_id="early")
+    cut = dt.datetime.now(dt.UTC)
+    store.save_response(loans.ask(MINOR).record, request_id="late")
+    summary = replay_store(loans, store, since=cut)
+    assert [r.request_id for r in summary.results] == ["late"]
+    assert summary.ok
+
+
+@pytest.fixture
+def target_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """The loans module as `solvi replay` loads it; its SETTINGS, restored afterwards."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    settings: dict[str, Any] = load_attribute(f"{FLOWS / 'loans.py'}:SETTINGS")
+    saved = dict(settings)
+    yield settings
+    settings.update(saved)
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="solvi")
+    add_store_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+def test_replay_command_exits_0_then_1_after_a_change(
+    db: Backend, target_module: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`solvi replay module:system --store S` exits 0 when all match, 1 on a difference."""
+    system: System = load_attribute(TARGET)
+    store = db.open()
+    store.save_response(system.ask(ADULT).record, request_id="a")
+    store.save_response(system.ask(MINOR).record, request_id="m")
+    store.close()
+    assert _cli(["replay", TARGET, "--store", db.spec]) == 0
+    assert capsys.readouterr().out == (
+        f"replayed 2 records of catalog loans (version {system.version}): 2 same, "
+        f"0 different, 0 refused\n"
+    )
+    target_module["limit"] = 60
+    assert _cli(["replay", TARGET, "--store", db.spec]) == 1
+    out = capsys.readouterr().out
+    assert ": 1 same, 1 different, 0 refused\n  a: answer approve: stored " in out
+    since = dt.datetime.now(dt.UTC).isoformat()
+    assert _cli(["replay", TARGET, "--store", db.spec, "--since", since]) == 0
+    assert "replayed 0 records" in capsys.readouterr().out
+
+
+def test_replay_command_explains_what_is_missing(
+    tmp_path: Path, target_module: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No store, a bad --since or a bad target: exit 1 with one line saying what to fix."""
+    assert _cli(["replay", TARGET]) == 1
+    assert "has no store; pass --store STORE" in capsys.readouterr().err
+    assert _cli(["replay", TARGET, "--store", str(tmp_path / "x.db"), "--since", "May"]) == 1
+    assert "--since 'May' is not an ISO 8601 time" in capsys.readouterr().err
+    assert _cli(["replay", f"{FLOWS / 'loans.py'}:nothing", "--store", "x.db"]) == 1
+    assert capsys.readouterr().err.startswith("solvi replay: ")
