@@ -83,9 +83,9 @@ def _chain(
 
 
 def _response_items(
-    record: Mapping[str, Any], request_id: str, created: dt.datetime
+    record: Mapping[str, Any], request_id: str, created: dt.datetime, text: str
 ) -> list[tuple[str, str, str]]:
-    """The audit items of one stored response: its decision, then each safeguard."""
+    """The audit items of a response stored as `text`: its decision, then each safeguard."""
     catalog = record["catalog"]
     decision = {
         "answers": {
@@ -96,7 +96,7 @@ def _response_items(
         "catalog_version": record["catalog_version"],
         "created": created.isoformat(),
         "hash": record["hash"],
-        "stored": _record_digest(record),
+        "stored": hashlib.sha256(text.encode()).hexdigest(),
     }
     items = [("decision", request_id, canonical_json(decision))]
     for guard in record.get("safeguards", ()):

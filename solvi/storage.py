@@ -14,6 +14,7 @@ own transactions, so the two backends cannot drift apart.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import datetime as dt
 import json
@@ -98,6 +99,11 @@ class Store(Protocol):
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(request_id, record) pairs in the order they were stored."""
 
+    def aiter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """`iter_records` without blocking the event loop."""
+
     def save_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
         """Replace the saved cost book of `catalog`."""
 
@@ -106,6 +112,9 @@ class Store(Protocol):
 
     def load_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
         """The saved cost book of `catalog` (empty when none was saved)."""
+
+    async def aload_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """`load_costs` without blocking the event loop."""
 
     def save_blob(self, catalog: str, name: str, data: bytes) -> None:
         """Keep `data` under (catalog, name), replacing what was there."""
@@ -116,6 +125,9 @@ class Store(Protocol):
     def load_blob(self, catalog: str, name: str) -> bytes | None:
         """The blob saved under (catalog, name), or None."""
 
+    async def aload_blob(self, catalog: str, name: str) -> bytes | None:
+        """`load_blob` without blocking the event loop."""
+
     def audit_entries(self) -> Iterator[AuditEntry]:
         """Every audit entry, by sequence number."""
 
@@ -124,6 +136,9 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""
+
+    async def aclose(self) -> None:
+        """`close` from async code (on PostgreSQL it also closes the async pool)."""
 
 
 # -- SQL dialects and the schema --------------------------------------------------------
@@ -271,7 +286,7 @@ def _save_plan(
         )
         raise DuplicateRequestError(msg, request_id=request_id)
     seq, prev = int(head[0][0]), str(head[0][1])
-    entries = _chain(seq, prev, _response_items(record, request_id, now))
+    entries = _chain(seq, prev, _response_items(record, request_id, now, text))
     for e in entries:
         yield (
             "INSERT INTO solvi_audit (seq, kind, request_id, payload, prev_hash, hash) "
@@ -394,16 +409,22 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-class _PlanStore:
+class _PlanStore(abc.ABC):
     """The public operations of a store, on top of a backend that runs plans."""
 
     _dialect: _Dialect
 
+    @abc.abstractmethod
     def _run(self, plan: Plan[T], *, write: bool) -> T:
-        raise NotImplementedError
+        """Run `plan` in one transaction (`write`: one that appends) and return its result."""
 
+    @abc.abstractmethod
     async def _arun(self, plan: Plan[T], *, write: bool) -> T:
-        raise NotImplementedError
+        """`_run` without blocking the event loop."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connections."""
 
     # -- responses ---------------------------------------------------------------
 
