@@ -17,7 +17,7 @@ import anyio
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
 from solvi.program import Node, effective_timeout
-from solvi.schedule import Run, learned_batches, rest_after_learned
+from solvi.schedule import PENDING, Run, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 
@@ -83,8 +83,8 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
                 return
 
 
-def _awaits_inline(node: Node, costs: CostBook) -> bool:
-    """Whether a node cannot usefully overlap with others: all sync-inline, or proven fast."""
+def _is_fast(node: Node, costs: CostBook) -> bool:
+    """Whether a node cannot usefully overlap with others: all plain sync, or proven fast."""
     for part in node.parts:
         if _inline_sync(part):
             continue
@@ -97,31 +97,96 @@ def _awaits_inline(node: Node, costs: CostBook) -> bool:
 
 
 class _Driver:
-    """Runs a set of nodes of one request, each as soon as its inputs are ready."""
+    """Runs a set of nodes of one request, each as soon as its inputs are ready.
+
+    Work is done by a few worker tasks rather than a task per node: the
+    request's own coroutine is the first worker, and another is started only
+    when more slow nodes are ready than workers are idle. A worker that
+    finishes a node completes it itself (releasing its dependents) and takes
+    the next ready node, so a chain never leaves its task.
+    """
 
     def __init__(self, run: Run, limiter: Any, costs: CostBook, *, speculative: bool) -> None:
         self.run = run
         self.limiter = limiter
         self.costs = costs
         self.speculative = speculative
-        self.done: deque[int] = deque()
-        self.wake = anyio.Event()
         self.scopes: dict[int, anyio.CancelScope] = {}
-
-    async def _task(self, node: Node) -> None:
-        with anyio.CancelScope() as scope:
-            self.scopes[node.index] = scope
-            await run_node_async(self.run, node, self.limiter)
-        self.scopes.pop(node.index, None)
-        self.done.append(node.index)
-        self.wake.set()
+        self.ready: deque[int] = deque()
+        self.waiting: dict[int, int] = {}
+        #: per node of the current drive: whether it may overlap with others
+        self.slow: dict[int, bool] = {}
+        #: how many of the ready nodes are slow (they decide how many workers run)
+        self.slow_ready = 0
+        self.running = 0
+        self.idle = 0
+        self.wake = anyio.Event()
+        self.tg: Any = None
 
     def _cancel_unneeded(self) -> None:
         run = self.run
+        nodes = run.program.nodes
         for index, scope in list(self.scopes.items()):
-            node = run.program.nodes[index]
+            node = nodes[index]
             if node.phase == 1 and not node.qmask & run.open_mask:
                 scope.cancel()
+
+    def _complete(self, index: int) -> None:
+        run = self.run
+        nodes = run.program.nodes
+        waiting = self.waiting
+        for d in nodes[index].dependents:
+            if d in waiting:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    self.ready.append(d)
+                    if self.slow[d]:
+                        self.slow_ready += 1
+        if self.speculative and nodes[index].is_hard_check:
+            run.settle()
+            self._cancel_unneeded()
+
+    async def _execute(self, index: int) -> None:
+        run = self.run
+        node = run.program.nodes[index]
+        if self.speculative and node.phase == 1:
+            if not node.qmask & run.open_mask:
+                return  # settled already: never started, dropped later
+            with anyio.CancelScope() as scope:
+                self.scopes[index] = scope
+                await run_node_async(run, node, self.limiter)
+            self.scopes.pop(index, None)
+            return
+        await run_node_async(run, node, self.limiter)
+
+    def _wake_idle(self) -> None:
+        if self.idle:
+            self.wake.set()
+            self.wake = anyio.Event()
+
+    async def _worker(self) -> None:
+        ready = self.ready
+        slow = self.slow
+        while True:
+            if ready:
+                index = ready.popleft()
+                if slow[index]:
+                    self.slow_ready -= 1
+                self.running += 1
+                await self._execute(index)
+                self.running -= 1
+                self._complete(index)
+                if ready:
+                    for _ in range(self.slow_ready - 1 - self.idle):
+                        self.tg.start_soon(self._worker)
+                    self._wake_idle()
+                continue
+            if self.running == 0:
+                self._wake_idle()  # nothing can become ready any more: let the others end
+                return
+            self.idle += 1
+            await self.wake.wait()
+            self.idle -= 1
 
     async def drive(self, indices: tuple[int, ...], filter_wanted: bool) -> None:
         run = self.run
@@ -129,51 +194,27 @@ class _Driver:
         todo: list[int] = []
         for index in indices:
             node = nodes[index]
+            if run.status[index] != PENDING:
+                continue  # settled before a resume
             if filter_wanted and not node.qmask & run.open_mask:
                 run.skip_unneeded(node)
             else:
                 todo.append(index)
+        if not todo:
+            return
         members = set(todo)
-        waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
-        ready = deque(i for i in todo if waiting[i] == 0)
-        in_flight = 0
-        finished: set[int] = set()
-
-        def complete(index: int) -> None:
-            finished.add(index)
-            for d in nodes[index].dependents:
-                if d in waiting:
-                    waiting[d] -= 1
-                    if waiting[d] == 0:
-                        ready.append(d)
-            if self.speculative and nodes[index].is_hard_check:
-                run.settle()
-                self._cancel_unneeded()
-
+        self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+        self.slow = {i: not _is_fast(nodes[i], self.costs) for i in todo}
+        self.ready = deque(i for i in todo if self.waiting[i] == 0)
+        self.slow_ready = sum(1 for i in self.ready if self.slow[i])
+        self.running = 0
+        self.idle = 0
         async with anyio.create_task_group() as tg:
-            while ready or in_flight:
-                while ready:
-                    index = ready.popleft()
-                    node = nodes[index]
-                    if self.speculative and node.phase == 1 and not node.qmask & run.open_mask:
-                        complete(index)  # settled already: never started, dropped later
-                        continue
-                    if (not ready and not in_flight) or _awaits_inline(node, self.costs):
-                        await run_node_async(run, node, self.limiter)
-                        complete(index)
-                    else:
-                        in_flight += 1
-                        tg.start_soon(self._task, node)
-                if in_flight:
-                    if not self.done:
-                        await self.wake.wait()
-                        self.wake = anyio.Event()
-                    while self.done:
-                        in_flight -= 1
-                        complete(self.done.popleft())
-                        while self.done:
-                            in_flight -= 1
-                            complete(self.done.popleft())
+            self.tg = tg
+            for _ in range(self.slow_ready - 1):
+                tg.start_soon(self._worker)
+            await self._worker()
+        self.tg = None
 
 
 async def run_async(
