@@ -17,10 +17,12 @@ vanishes with the process, however it dies.
 from __future__ import annotations
 
 import abc
+import base64
 import fcntl
 import hashlib
 import json
 import os
+import pickle
 import socket
 import sqlite3
 import threading
@@ -42,6 +44,8 @@ __all__ = [
     "StepState",
     "input_hash",
     "open_journal",
+    "pack_exact",
+    "unpack_exact",
 ]
 
 from solvi.errors import SolviError
@@ -70,6 +74,7 @@ CREATE TABLE IF NOT EXISTS journal_entries (
     outcome TEXT,
     value TEXT,
     message TEXT,
+    exact TEXT,
     at REAL NOT NULL,
     checksum TEXT NOT NULL
 );
@@ -154,6 +159,23 @@ class RequestJournal:
         return tuple(out)
 
 
+def pack_exact(value: Any) -> str | None:
+    """A value as base64 pickle, so a resume gets back exactly the object a part
+    returned (a date, a tuple), not its JSON form; None if it cannot be pickled.
+
+    Only a journal the operator trusts may be resumed from: unpickling runs code.
+    """
+    try:
+        return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode()
+    except Exception:  # any object may refuse pickling; the JSON form is kept then
+        return None
+
+
+def unpack_exact(text: str) -> Any:
+    """The inverse of `pack_exact`."""
+    return pickle.loads(base64.b64decode(text))  # only trusted journals are resumed
+
+
 def input_hash(state_json: str) -> str:
     """sha256 of a request's canonical input."""
     return hashlib.sha256(state_json.encode()).hexdigest()
@@ -167,6 +189,8 @@ class Journal(abc.ABC):
     """
 
     owner: str
+    #: requests this process is running right now
+    active: set[str]
 
     @abc.abstractmethod
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
@@ -219,7 +243,7 @@ class Journal(abc.ABC):
 
     def started(self, request_id: str, step: int, part: str) -> None:
         """Commit that a part's call is about to begin."""
-        self._entry(request_id, "started", step, part, None, None, None)
+        self._entry(request_id, "started", step, part, None, None, None, None)
 
     def settled(
         self,
@@ -229,9 +253,14 @@ class Journal(abc.ABC):
         outcome: str,
         value_json: str | None,
         message: str | None,
+        exact: str | None = None,
     ) -> None:
-        """Commit a call's outcome (and value) before anything reads it."""
-        self._entry(request_id, "settled", step, part, outcome, value_json, message)
+        """Commit a call's outcome before anything reads it.
+
+        `value_json` is the value as JSON, for readers; `exact` the value in a
+        form that restores it exactly (see `pack_exact`), for a resume.
+        """
+        self._entry(request_id, "settled", step, part, outcome, value_json, message, exact)
 
     def _entry(
         self,
@@ -242,10 +271,11 @@ class Journal(abc.ABC):
         outcome: str | None,
         value: str | None,
         message: str | None,
+        exact: str | None,
     ) -> None:
         self._execute(
             "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
-            "message, at, checksum) VALUES (?,?,?,?,?,?,?,?,?)",
+            "message, exact, at, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 request_id,
                 kind,
@@ -254,8 +284,9 @@ class Journal(abc.ABC):
                 outcome,
                 value,
                 message,
+                exact,
                 time.time(),
-                _checksum(request_id, kind, step, part, outcome, value, message),
+                _checksum(request_id, kind, step, part, outcome, value, message, exact),
             ),
         )
 
@@ -265,6 +296,11 @@ class Journal(abc.ABC):
             "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
             (time.time(), response_hash, request_id),
         )
+        self.active.discard(request_id)
+
+    def running_here(self, request_id: str) -> None:
+        """Note that this process is running (or resuming) the request right now."""
+        self.active.add(request_id)
 
     # -- reading -------------------------------------------------------------
 
@@ -286,24 +322,29 @@ class Journal(abc.ABC):
         entries: list[JournalEntry] = []
         torn = 0
         found = self._fetch(
-            "SELECT seq, kind, step, part, outcome, value, message, at, checksum "
+            "SELECT seq, kind, step, part, outcome, value, message, exact, at, checksum "
             "FROM journal_entries WHERE request_id = ? ORDER BY seq",
             (request_id,),
         )
-        for seq, kind, step, part, outcome, value, message, at, checksum in found:
-            if checksum != _checksum(request_id, kind, step, part, outcome, value, message):
+        for seq, kind, step, part, outcome, value, message, exact, at, checksum in found:
+            expected = _checksum(request_id, kind, step, part, outcome, value, message, exact)
+            if checksum != expected:
                 torn += 1  # a damaged entry is skipped, never fatal
                 continue
             try:
-                decoded = None if value is None else json.loads(value)
-            except ValueError:
+                decoded = unpack_exact(exact) if exact else None
+                if exact is None and value is not None:
+                    decoded = json.loads(value)
+            except (ValueError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 torn += 1
                 continue
             entries.append(JournalEntry(seq, kind, step, part, outcome, decoded, message, at))
+        # This process owns what it claimed, but only what it is running is running.
+        alive = self.owner_alive(row[1]) and (row[1] != self.owner or request_id in self.active)
         return RequestJournal(
             request_id=row[0],
             owner=row[1],
-            owner_alive=self.owner_alive(row[1]),
+            owner_alive=alive,
             catalog=row[2],
             catalog_version=row[3],
             input_hash=row[4],
@@ -342,6 +383,7 @@ class SQLiteJournal(Journal):
         self.path = Path(path)
         self.synchronous = synchronous
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.active: set[str] = set()
         self._local = threading.local()
         self._lock_dir = Path(f"{self.path}.owners")
         self._lock_dir.mkdir(parents=True, exist_ok=True)
@@ -472,6 +514,7 @@ CREATE TABLE IF NOT EXISTS journal_entries (
     outcome TEXT,
     value TEXT,
     message TEXT,
+    exact TEXT,
     at DOUBLE PRECISION NOT NULL,
     checksum TEXT NOT NULL
 );
@@ -505,6 +548,7 @@ class PostgresJournal(Journal):
             raise ImportError(msg) from exc
         self.dsn = dsn
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.active: set[str] = set()
         self._holder = psycopg.connect(dsn, autocommit=True)
         self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
         self._pool = ConnectionPool(

@@ -12,7 +12,14 @@ from typing import Any
 import attrs
 
 from solvi.errors import SolviError
-from solvi.journal import Journal, JournalEntry, RequestJournal, StepState, input_hash
+from solvi.journal import (
+    Journal,
+    JournalEntry,
+    RequestJournal,
+    StepState,
+    input_hash,
+    pack_exact,
+)
 from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
 from solvi.schedule import A_PART, FAILED, OK, Cause, Run
@@ -64,7 +71,8 @@ class JournalWriter:
         """Commit a settled entry with the value (as JSON) or the error."""
         if cause is None:
             data = canonical_json(to_record_value(value, part))
-            self.journal.settled(self.request_id, step, part, "ok", data, None)
+            exact = pack_exact(value)
+            self.journal.settled(self.request_id, step, part, "ok", data, None, exact)
         else:
             self.journal.settled(self.request_id, step, part, cause.kind, None, cause.message)
 
@@ -91,6 +99,7 @@ def begin(
         early_exit=run.early_exit,
     )
     run.journal = JournalWriter(journal, request_id)
+    journal.running_here(request_id)
 
 
 def _recovery(rj: RequestJournal) -> Recovery:
@@ -114,10 +123,10 @@ def recover(journal: Journal, catalog: str) -> list[Recovery]:
     """Claim every unfinished request of `catalog` whose owner is dead."""
     out = []
     for rj in journal.unfinished(catalog):
-        if rj.owner_alive and rj.owner != journal.owner:
+        if rj.owner_alive:
             continue
         if journal.claim(rj.request_id):
-            out.append(_recovery(journal.load(rj.request_id)))
+            out.append(_recovery(rj))  # as found: what the dead owner left
     return out
 
 
@@ -172,6 +181,7 @@ def prepare_resume(
     )
     untouched = _prefill(run, rj)
     run.journal = JournalWriter(journal, request_id)
+    journal.running_here(request_id)
     return run, untouched
 
 

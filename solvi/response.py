@@ -386,6 +386,8 @@ class Response:
 def _cause_text(cause: Cause) -> str:
     if cause.kind == "timeout":
         return f"{cause.fact}: {cause.part} {cause.message}"
+    if cause.kind == "interrupted":
+        return f"{cause.fact}: {cause.part} was {cause.message}"
     return f"{cause.fact}: {cause.part} raised {cause.message}"
 
 

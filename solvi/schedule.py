@@ -8,6 +8,7 @@ which is why records cannot drift between the drivers.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -175,6 +176,10 @@ class Run:
             except Exception as exc:
                 message = f"journal could not record the result: {type(exc).__name__}: {exc}"
                 cause = Cause("error", part.name, node.fact, message)
+                # Keep the journal in step with the record: the call failed. If even
+                # that cannot be written, the cause above already records it.
+                with contextlib.suppress(Exception):
+                    self.journal.settled(node.index, part.name, None, cause)
         if cause is None:
             self.attempts.append((node.index, part.name, node.fact, start, end, "ok", None))
             self.succeed(node, value, tried)
@@ -277,6 +282,8 @@ class Run:
 def _describe(cause: Cause) -> str:
     if cause.kind == "timeout":
         return f"{cause.part} {cause.message}"
+    if cause.kind == "interrupted":
+        return f"{cause.part} was {cause.message}"
     return f"{cause.part} raised {cause.message}"
 
 

@@ -106,7 +106,7 @@ def test_resume_after_a_crash_during_a_step_reuses_settled_values(where: str) ->
     assert res.notes == (
         "points was interrupted during execution; not re-run (declare idempotent=True to allow it)",
         "approve was interrupted before start; not run on resume "
-        "(inputs missing: points (points raised interrupted during execution; not re-run "
+        "(inputs missing: points (points was interrupted during execution; not re-run "
         "(not idempotent)))",
     )
     assert system.journal_status() == []
@@ -234,3 +234,56 @@ def test_real_sigkill_mid_step_then_recover(tmp_path: Path) -> None:
         "points",
     ]
     assert json.loads(res.to_json())["notes"]
+
+
+def test_recover_reports_what_the_dead_owner_left(where: str) -> None:
+    """recover() lists the interruptions as found, and a claimed request never shows running."""
+    request_id, path = _crash_in(where, "points")
+    system = crashy.build(path)
+    (claimed,) = system.recover()
+    assert claimed.interrupted_during_execution == ("points",)
+    assert claimed.interrupted_before_start == ("approve",)
+    (status,) = system.journal_status()
+    assert [s.state for s in status.steps if s.part in ("points", "approve")] == [
+        "interrupted during execution",
+        "interrupted before start",
+    ]
+    system.resume(request_id)
+
+
+def test_resumed_values_keep_their_python_types(tmp_path: Path) -> None:
+    """Settled values come back exactly (a date stays a date, a tuple a tuple)."""
+    import datetime as dt
+
+    from solvi import Catalog, System
+
+    cat = Catalog("typed")
+
+    @cat.fn
+    def when(day: int) -> dt.date:
+        return dt.date(2026, 1, day)
+
+    @cat.fn
+    def pair(day: int) -> tuple[int, int]:
+        return (day, day + 1)
+
+    @cat.fn(idempotent=True)
+    def late(when: dt.date, pair: tuple[int, int]) -> str:
+        if crashy.CRASH_AT.get("late"):
+            raise crashy.Crash("late")
+        return f"{type(when).__name__} {type(pair).__name__}"
+
+    @cat.rule
+    def describe(late: str) -> str:
+        return late
+
+    path = tmp_path / "typed.db"
+    first = System(cat, journal=path)
+    crashy.CRASH_AT["late"] = "raise"
+    with pytest.raises(crashy.Crash):
+        first.ask({"day": 3}, request_id="t")
+    crashy.CRASH_AT.clear()
+    first.close()
+    second = System(cat, journal=path)
+    assert second.resume("t")["describe"].value == "date tuple"
+    second.close()
