@@ -16,7 +16,7 @@ import pytest
 from solvi.storage import Store, open_store
 
 DSN_VARIABLE = "SOLVI_TEST_POSTGRES_DSN"
-POSTGRES_DSN = os.environ.get(DSN_VARIABLE)
+POSTGRES_DSN = os.environ.get(DSN_VARIABLE) or None
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
