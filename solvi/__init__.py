@@ -2,35 +2,57 @@
 
 from __future__ import annotations
 
+from solvi.audit import AuditReport, verify
 from solvi.catalog import Catalog, Part
-from solvi.costs import CostBook, PartCost
+from solvi.costs import CostBook, MeasuredCosts, PartCost
 from solvi.errors import CatalogError, PlanError, RecordError, SolviError
 from solvi.flow import Flow
+from solvi.journal import PostgresJournal, SQLiteJournal
+from solvi.order import FastHead, OrderModel
 from solvi.question import UNSET, Question
+from solvi.recovery import Recovery, ResumeRefused
+from solvi.replay import ReplayResult, replay
 from solvi.response import Answer, Response, Safeguard, Step, Trace
 from solvi.serve import asgi
-from solvi.strategy import DeterministicStrategist, Strategist
+from solvi.storage import PostgresStore, SQLiteStore, Store, open_store
+from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
 from solvi.system import System
 
 __all__ = [
     "UNSET",
     "Answer",
+    "AuditReport",
     "Catalog",
     "CatalogError",
     "CostBook",
+    "CostStrategist",
     "DeterministicStrategist",
+    "FastHead",
     "Flow",
+    "MeasuredCosts",
+    "OrderModel",
     "Part",
     "PartCost",
     "PlanError",
+    "PostgresJournal",
+    "PostgresStore",
     "Question",
     "RecordError",
+    "Recovery",
+    "ReplayResult",
     "Response",
+    "ResumeRefused",
+    "SQLiteJournal",
+    "SQLiteStore",
     "Safeguard",
     "SolviError",
     "Step",
+    "Store",
     "Strategist",
     "System",
     "Trace",
     "asgi",
+    "open_store",
+    "replay",
+    "verify",
 ]

@@ -26,6 +26,7 @@ from solvi.flow import Flow
 from solvi.question import Question
 from solvi.response import render
 from solvi.serve import add_serve_command
+from solvi.storecli import add_store_commands
 from solvi.system import System
 
 __all__ = ["main"]
@@ -355,6 +356,7 @@ def _parser() -> argparse.ArgumentParser:
     show.set_defaults(run=_cmd_show)
 
     add_serve_command(commands)
+    add_store_commands(commands)
     return parser
 
 

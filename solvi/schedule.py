@@ -86,6 +86,7 @@ class Run:
         "order_lines",
         "prices",
         "program",
+        "request_id",
         "resume_from",
         "row",
         "settled",
@@ -130,6 +131,8 @@ class Run:
         self.row: dict[str, float] | None = None
         #: the request's journal writer, when the System keeps one
         self.journal: Any = None
+        #: the request's id, when a journal or a store needs one
+        self.request_id: str | None = None
         #: on resume: node -> index of the first producer still to try
         self.resume_from: dict[int, int] = {}
         #: on resume: what happened to interrupted steps

@@ -25,11 +25,17 @@ from solvi.journal import Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
+from solvi.replay import ReplayResult, replay
 from solvi.response import Response
 from solvi.schedule import A_OUTCOME, A_PART, OK, Run
+from solvi.storage import Store, open_store
 from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
 
-__all__ = ["System"]
+__all__ = ["SAVE_LEARNING_EVERY", "System"]
+
+#: How often (in requests) a System with a store writes its cost book and order model.
+SAVE_LEARNING_EVERY = 100
+ORDER_BLOB = "order_model"
 
 
 def _check_positive(name: str, value: Any, *, integer: bool = False) -> None:
@@ -69,6 +75,9 @@ class System:
             it finds, and the guard names that check.
         journal: a path, ``sqlite:///path`` or `Journal`: journal every
             request so that `recover` and `resume` can finish it after a crash.
+        store: a path, ``sqlite:///path``, ``postgresql://...`` or a `Store`:
+            keep every response and its audit entries, and the cost book and
+            order model across restarts.
 
     Raises:
         PlanError: a question names a rule, fact or part the catalog lacks.
@@ -93,6 +102,7 @@ class System:
         learn: bool = False,
         guards: Literal["declared", "found"] = "declared",
         journal: Any = None,
+        store: Any = None,
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -167,6 +177,12 @@ class System:
         self._programs: dict[Any, Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
+        self.store: Store | None = None if store is None else open_store(store)
+        if self.store is not None:
+            self.cost_book.restore(self.store.load_costs(self.name))
+            saved = self.store.load_blob(self.name, ORDER_BLOB)
+            if saved is not None:
+                self.order_model = OrderModel.from_json(saved.decode())
 
     def __repr__(self) -> str:
         names = ", ".join(q.name for q in self.questions)
@@ -389,6 +405,7 @@ class System:
         run, untouched = recovery.prepare_resume(
             journal, request_id, program_for, self.version, self.timeout
         )
+        run.request_id = request_id
         run_sequential(run)
         recovery.notes_after_resume(run, untouched)
         return self._finish(run)
@@ -487,9 +504,11 @@ class System:
             prices=prices,
             found=self.guards == "found",
         )
-        if self.journal is not None:
+        if self.journal is not None or self.store is not None:
             rid = request_id or uuid.uuid4().hex
-            recovery.begin(self.journal, run, rid, self.name, self.version)
+            run.request_id = rid
+            if self.journal is not None:
+                recovery.begin(self.journal, run, rid, self.name, self.version)
         return run
 
     async def aask(
@@ -544,7 +563,11 @@ class System:
             cost_of=self._node_cost,
             by_declaration=self._by_declaration(policy),
         )
-        return self._finish(run)
+        if self.store is None or run.request_id is None:
+            return self._finish(run)
+        response = self._finish(run, stored_elsewhere=True)
+        await self.store.asave_response(response.record, request_id=run.request_id)
+        return response
 
     def ask_text(self, text: str, **options: Any) -> Response:
         """Turn text into facts with the catalog's `extract` parts, then `ask`.
@@ -573,7 +596,7 @@ class System:
             state.update(facts)
         return self.ask(state, **options)
 
-    def _finish(self, run: Run) -> Response:
+    def _finish(self, run: Run, *, stored_elsewhere: bool = False) -> Response:
         attempts = run.attempts
         self.cost_book.observe_attempts(attempts)
         if self._chooser is not None:
@@ -594,15 +617,37 @@ class System:
             if timeouts or errors:
                 stats["timeouts"] += timeouts
                 stats["errors"] += errors
-        request_id: str | None = None
-        if run.journal is not None:
-            request_id = str(run.journal.request_id)
+        request_id = run.request_id
         response = Response(run, self.name, self.version, request_id=request_id)
+        if self.store is not None and request_id is not None and not stored_elsewhere:
+            self.store.save_response(response.record, request_id=request_id)
         if request_id is not None and self.journal is not None:
             self.journal.close_request(request_id, response.hash)
+        if self.store is not None and stats["requests"] % SAVE_LEARNING_EVERY == 0:
+            self.save_learning()
         if self.logger is not None:
             self._log(response, run)
         return response
+
+    def save_learning(self) -> None:
+        """Write the cost book and the order model to the store (done every
+        `SAVE_LEARNING_EVERY` requests and on `close`), so a restart keeps them."""
+        if self.store is None:
+            return
+        self.store.save_costs(self.name, self.cost_book.snapshot())
+        self.store.save_blob(self.name, ORDER_BLOB, self.order_model.to_json().encode())
+
+    def replay(self, record_or_id: Any) -> ReplayResult:
+        """Re-run a stored request through this System and list any differences.
+
+        Args:
+            record_or_id: a record (``res.record``) or a request id in the store.
+
+        Returns:
+            The differences in answers, values and hash; or a refusal when the
+            record comes from another catalog version.
+        """
+        return replay(self, record_or_id, store=self.store)
 
     def _log(self, response: Response, run: Run) -> None:
         log = self.logger.bind(catalog=self.name)
@@ -651,6 +696,9 @@ class System:
             pool.shutdown(wait=False, cancel_futures=True)
         if self.journal is not None:
             self.journal.close()
+        if self.store is not None:
+            self.save_learning()
+            self.store.close()
 
     def __enter__(self) -> System:
         return self
