@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS journal_requests (
     plan TEXT NOT NULL,
     early_exit INTEGER NOT NULL,
     opened_at REAL NOT NULL,
+    claimed_at REAL,
     closed_at REAL,
     response_hash TEXT
 );
@@ -137,9 +138,19 @@ class RequestJournal:
     closed: bool
     entries: tuple[JournalEntry, ...]
     skipped_torn: int
+    #: parts named by damaged entries: they may have started, so none is run again
+    #: unless idempotent
+    torn_parts: frozenset[str] = frozenset()
+    #: when a recovering process took the request over (entries before it belong
+    #: to the dead owner)
+    claimed_at: float | None = None
+
+    def started_parts(self) -> set[str]:
+        """Parts that may have begun a call: a started entry, or a damaged entry."""
+        return {e.part for e in self.entries if e.kind == "started"} | set(self.torn_parts)
 
     def steps(self) -> tuple[StepState, ...]:
-        """Each planned step's state, never "running" once the owner is gone."""
+        """Each planned step's state, never "running" once its owner is gone."""
         started: dict[str, JournalEntry] = {}
         settled: dict[str, JournalEntry] = {}
         for e in self.entries:
@@ -148,8 +159,13 @@ class RequestJournal:
         for part in self.plan:
             if part in settled:
                 out.append(StepState(part, "settled", settled[part].outcome))
-            elif part in started:
-                state = "running" if self.owner_alive else "interrupted during execution"
+            elif part in started or part in self.torn_parts:
+                entry = started.get(part)
+                before_claim = entry is None or (
+                    self.claimed_at is not None and entry.at <= self.claimed_at
+                )
+                live = self.owner_alive and not before_claim
+                state = "running" if live else "interrupted during execution"
                 out.append(StepState(part, state))
             elif self.closed:
                 out.append(StepState(part, "not run"))
@@ -191,6 +207,8 @@ class Journal(abc.ABC):
     owner: str
     #: requests this process is running right now
     active: set[str]
+    #: requests whose row could not be read (listed by nothing, reported here)
+    damaged: set[str]
 
     @abc.abstractmethod
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
@@ -312,15 +330,22 @@ class Journal(abc.ABC):
         """
         rows = self._fetch(
             "SELECT request_id, owner, catalog, catalog_version, input_hash, input, plan, "
-            "early_exit, closed_at FROM journal_requests WHERE request_id = ?",
+            "early_exit, closed_at, claimed_at FROM journal_requests WHERE request_id = ?",
             (request_id,),
         )
         if not rows:
             msg = f"the journal {self} has no request {request_id!r}"
             raise JournalError(msg)
         row = rows[0]
+        try:
+            state = json.loads(row[5])
+            plan = tuple(json.loads(row[6]))
+        except ValueError as exc:
+            msg = f"the journal's row for request {request_id!r} is damaged: {exc}"
+            raise JournalError(msg) from exc
         entries: list[JournalEntry] = []
         torn = 0
+        torn_parts: set[str] = set()
         found = self._fetch(
             "SELECT seq, kind, step, part, outcome, value, message, exact, at, checksum "
             "FROM journal_entries WHERE request_id = ? ORDER BY seq",
@@ -330,6 +355,7 @@ class Journal(abc.ABC):
             expected = _checksum(request_id, kind, step, part, outcome, value, message, exact)
             if checksum != expected:
                 torn += 1  # a damaged entry is skipped, never fatal
+                torn_parts.add(str(part))
                 continue
             try:
                 decoded = unpack_exact(exact) if exact else None
@@ -337,6 +363,7 @@ class Journal(abc.ABC):
                     decoded = json.loads(value)
             except (ValueError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 torn += 1
+                torn_parts.add(str(part))
                 continue
             entries.append(JournalEntry(seq, kind, step, part, outcome, decoded, message, at))
         # This process owns what it claimed, but only what it is running is running.
@@ -348,12 +375,14 @@ class Journal(abc.ABC):
             catalog=row[2],
             catalog_version=row[3],
             input_hash=row[4],
-            input=json.loads(row[5]),
-            plan=tuple(json.loads(row[6])),
+            input=state,
+            plan=plan,
             early_exit=bool(row[7]),
             closed=row[8] is not None,
             entries=tuple(entries),
             skipped_torn=torn,
+            torn_parts=frozenset(torn_parts - {e.part for e in entries if e.kind == "settled"}),
+            claimed_at=row[9],
         )
 
     def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
@@ -364,7 +393,10 @@ class Journal(abc.ABC):
             query += " AND catalog = ?"
             args = (catalog,)
         for (request_id,) in self._fetch(query + " ORDER BY opened_at", args):
-            yield self.load(request_id)
+            try:
+                yield self.load(request_id)
+            except JournalError:
+                self.damaged.add(request_id)  # one damaged row must not hide the others
 
 
 class SQLiteJournal(Journal):
@@ -384,6 +416,7 @@ class SQLiteJournal(Journal):
         self.synchronous = synchronous
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.active: set[str] = set()
+        self.damaged: set[str] = set()
         self._local = threading.local()
         self._lock_dir = Path(f"{self.path}.owners")
         self._lock_dir.mkdir(parents=True, exist_ok=True)
@@ -479,8 +512,8 @@ class SQLiteJournal(Journal):
                 conn.execute("ROLLBACK")
                 return False
             conn.execute(
-                "UPDATE journal_requests SET owner = ? WHERE request_id = ?",
-                (self.owner, request_id),
+                "UPDATE journal_requests SET owner = ?, claimed_at = ? WHERE request_id = ?",
+                (self.owner, time.time(), request_id),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -502,6 +535,7 @@ CREATE TABLE IF NOT EXISTS journal_requests (
     plan TEXT NOT NULL,
     early_exit INTEGER NOT NULL,
     opened_at DOUBLE PRECISION NOT NULL,
+    claimed_at DOUBLE PRECISION,
     closed_at DOUBLE PRECISION,
     response_hash TEXT
 );
@@ -549,6 +583,7 @@ class PostgresJournal(Journal):
         self.dsn = dsn
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.active: set[str] = set()
+        self.damaged: set[str] = set()
         self._holder = psycopg.connect(dsn, autocommit=True)
         self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
         self._pool = ConnectionPool(
@@ -606,8 +641,8 @@ class PostgresJournal(Journal):
             if row[0] != self.owner and self.owner_alive(row[0]):
                 return False
             conn.execute(
-                "UPDATE journal_requests SET owner = %s WHERE request_id = %s",
-                (self.owner, request_id),
+                "UPDATE journal_requests SET owner = %s, claimed_at = %s WHERE request_id = %s",
+                (self.owner, time.time(), request_id),
             )
         return True
 

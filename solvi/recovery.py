@@ -15,6 +15,7 @@ from solvi.errors import SolviError
 from solvi.journal import (
     Journal,
     JournalEntry,
+    JournalError,
     RequestJournal,
     StepState,
     input_hash,
@@ -149,7 +150,10 @@ def prepare_resume(
         ResumeRefused: the request is closed, owned by a live process, or its
             catalog version, input or plan differ from this System's.
     """
-    rj = journal.load(request_id)
+    try:
+        rj = journal.load(request_id)
+    except JournalError as exc:
+        raise ResumeRefused(str(exc)) from exc
     if rj.closed:
         msg = f"request {request_id!r} is already closed; there is nothing to resume"
         raise ResumeRefused(msg)
@@ -163,17 +167,18 @@ def prepare_resume(
     if input_hash(state_json(rj.input)) != rj.input_hash:
         msg = f"request {request_id!r}: the journaled input does not match its hash"
         raise ResumeRefused(msg)
-    if rj.owner != journal.owner and not journal.claim(request_id):
-        msg = (
-            f"request {request_id!r} belongs to a live process ({rj.owner}); only a dead "
-            f"owner's requests can be resumed"
-        )
-        raise ResumeRefused(msg)
     program: Program = program_for(rj.input)
     if program.flow.steps != rj.plan:
         msg = (
             f"request {request_id!r} was planned as {list(rj.plan)}, now "
             f"{list(program.flow.steps)}; the plan changed, so it cannot be resumed"
+        )
+        raise ResumeRefused(msg)
+    # Claim last, so that a refusal above leaves the request to others.
+    if rj.owner != journal.owner and not journal.claim(request_id):
+        msg = (
+            f"request {request_id!r} belongs to a live process ({rj.owner}); only a dead "
+            f"owner's requests can be resumed"
         )
         raise ResumeRefused(msg)
     run = Run(
@@ -188,11 +193,9 @@ def prepare_resume(
 def _prefill(run: Run, rj: RequestJournal) -> list[str]:
     nodes = run.program.nodes
     settled: dict[str, JournalEntry] = {}
-    started: set[str] = set()
+    started = rj.started_parts()
     for entry in rj.entries:
-        if entry.kind == "started":
-            started.add(entry.part)
-        else:
+        if entry.kind == "settled":
             settled[entry.part] = entry
     t = run.started
     for node in nodes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import uuid
 import warnings
@@ -156,6 +157,13 @@ class System:
         self.logger = logger
         self.name = catalog.name
         self.version = catalog.version
+        # The journal also pins the questions: a changed forced value changes answers.
+        questions_digest = hashlib.sha256(
+            repr(
+                [(q.name, q.rule, q.uses, q.requires, repr(q.forced)) for q in self.questions]
+            ).encode()
+        ).hexdigest()[:8]
+        self._journal_version = f"{self.version}.{questions_digest}"
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
         self.cost_book = CostBook(alpha=self.costs.alpha)
         self._chooser: ProducerChooser | None = None
@@ -403,7 +411,7 @@ class System:
             return self._program_for(state)[0]
 
         run, untouched = recovery.prepare_resume(
-            journal, request_id, program_for, self.version, self.timeout
+            journal, request_id, program_for, self._journal_version, self.timeout
         )
         run.request_id = request_id
         run_sequential(run)
@@ -508,7 +516,7 @@ class System:
             rid = request_id or uuid.uuid4().hex
             run.request_id = rid
             if self.journal is not None:
-                recovery.begin(self.journal, run, rid, self.name, self.version)
+                recovery.begin(self.journal, run, rid, self.name, self._journal_version)
         return run
 
     async def aask(

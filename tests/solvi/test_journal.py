@@ -287,3 +287,48 @@ def test_resumed_values_keep_their_python_types(tmp_path: Path) -> None:
     second = System(cat, journal=path)
     assert second.resume("t")["describe"].value == "date tuple"
     second.close()
+
+
+def test_a_third_reader_never_sees_a_claimed_step_running(where: str) -> None:
+    """After another process claims the request, the dead owner's step is still interrupted."""
+    request_id, path = _crash_in(where, "points")
+    claimer = crashy.build(path)
+    claimer.recover()
+    reader = crashy.build(path)
+    (status,) = reader.journal_status()
+    states = {s.part: s.state for s in status.steps}
+    assert states["points"] == "interrupted during execution"
+    claimer.resume(request_id)
+
+
+def test_a_refused_resume_leaves_the_request_unclaimed(where: str) -> None:
+    """A resume refused for a changed question does not take the request from others."""
+    from solvi import System
+
+    request_id, path = _crash_in(where, "points")
+    base = crashy.build(path)
+    changed = System(base.catalog, [crashy.Question("approve", forced=True)], journal=path)
+    with pytest.raises(ResumeRefused, match="catalog version"):
+        changed.resume(request_id)
+    other = crashy.build(path)
+    assert [r.request_id for r in other.recover()] == [request_id]
+    with pytest.raises(ResumeRefused, match="has no request"):
+        other.resume("no-such-request")
+
+
+def test_a_damaged_request_row_does_not_hide_the_others(where: str) -> None:
+    """One unreadable request row is set aside; the other unfinished requests are listed."""
+    _, path = _crash_in(where, "points")
+    second = crashy.build(path)
+    crashy.CRASH_AT["points"] = "raise"
+    with pytest.raises(crashy.Crash):
+        second.ask(crashy.STATE, request_id="req-2")
+    crashy.CRASH_AT.clear()
+    second.close()
+    journal = open_journal(path)
+    _sql(journal, "UPDATE journal_requests SET plan = '[broken' WHERE request_id = 'req-1'")
+    journal.close()
+    reader = crashy.build(path)
+    assert [r.request_id for r in reader.journal_status()] == ["req-2"]
+    assert reader.journal is not None
+    assert reader.journal.damaged == {"req-1"}
