@@ -90,6 +90,9 @@ class TimedJournal(SQLiteJournal):
     def close_request(self, request_id: str, response_hash: str) -> None:
         self._timed(super().close_request, request_id, response_hash)
 
+    def write_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        self._timed(super().write_rows, rows)
+
 
 def build_catalog(delay: float = DELAY) -> Catalog:
     """Three layers of I/O-bound async parts (4, 4, 2) and a rule."""

@@ -17,7 +17,7 @@ import anyio
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
 from solvi.program import Node, effective_timeout
-from solvi.schedule import PENDING, Run, learned_batches, rest_after_learned
+from solvi.schedule import PENDING, Cause, Run, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 
@@ -64,6 +64,12 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
         start = perf_counter()
         if run.journal is not None:
             refused = run.starting(node, tried)
+            if refused is None:
+                try:
+                    await run.journal.flush()  # the started entry is durable before the call
+                except Exception as exc:
+                    message = f"journal could not record the start: {type(exc).__name__}: {exc}"
+                    refused = Cause("error", part.name, node.fact, message)
             if refused is not None:
                 if run.called(node, tried, start, perf_counter(), None, refused):
                     return
@@ -76,11 +82,14 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
                 value = await _call(part, args, effective_timeout(part, run.timeout), limiter)
         except Exception as exc:
             cause = cause_of(exc, part.name, node.fact)
-            if run.called(node, tried, start, perf_counter(), None, cause):
-                return
+            done = run.called(node, tried, start, perf_counter(), None, cause)
         else:
-            if run.called(node, tried, start, perf_counter(), value, None):
-                return
+            done = run.called(node, tried, start, perf_counter(), value, None)
+        # A settled entry waits in the journal's group: the next call that starts
+        # flushes it together with its own started entry, so it is durable before
+        # any step that reads it begins (and the response flushes what is left).
+        if done:
+            return
 
 
 def _is_fast(node: Node, costs: CostBook) -> bool:

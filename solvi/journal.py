@@ -32,9 +32,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio.lowlevel
 import attrs
 
 __all__ = [
+    "INSERT_ENTRY",
+    "GroupCommit",
     "Journal",
     "JournalEntry",
     "JournalError",
@@ -192,6 +195,61 @@ def unpack_exact(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))  # only trusted journals are resumed
 
 
+INSERT_ENTRY = (
+    "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
+    "message, exact, at, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def entry_row(
+    request_id: str,
+    kind: str,
+    step: int,
+    part: str,
+    outcome: str | None,
+    value: str | None,
+    message: str | None,
+    exact: str | None,
+) -> tuple[Any, ...]:
+    """The row of one entry, checksum included."""
+    checksum = _checksum(request_id, kind, step, part, outcome, value, message, exact)
+    return (request_id, kind, step, part, outcome, value, message, exact, time.time(), checksum)
+
+
+class GroupCommit:
+    """Lets the concurrent steps of one event loop share commits.
+
+    Writers bound to a group put their entries in `pending`; a step that
+    needs its entry durable awaits `flush`, which yields once (so that the
+    other steps ready in the same turn of the loop add theirs) and commits
+    everything pending in one transaction. When `flush` returns, every entry
+    added before the call is committed; if the commit fails, the entries stay
+    pending and the error is raised.
+    """
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.pending: list[tuple[Any, ...]] = []
+
+    async def flush(self) -> None:
+        """Commit what is pending, together with what the loop's other steps add now."""
+        if not self.pending:
+            return
+        await anyio.lowlevel.checkpoint()
+        self.flush_now()
+
+    def flush_now(self) -> None:
+        """Commit what is pending, without waiting for company."""
+        if not self.pending:
+            return
+        rows, self.pending = self.pending, []
+        try:
+            self.journal.write_rows(rows)
+        except BaseException:
+            self.pending[:0] = rows
+            raise
+
+
 def input_hash(state_json: str) -> str:
     """sha256 of a request's canonical input."""
     return hashlib.sha256(state_json.encode()).hexdigest()
@@ -213,6 +271,10 @@ class Journal(abc.ABC):
     @abc.abstractmethod
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         """Run one statement in a transaction of its own, committed on return."""
+
+    @abc.abstractmethod
+    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run one statement for each row, all in one transaction."""
 
     @abc.abstractmethod
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -292,21 +354,12 @@ class Journal(abc.ABC):
         exact: str | None,
     ) -> None:
         self._execute(
-            "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
-            "message, exact, at, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                request_id,
-                kind,
-                step,
-                part,
-                outcome,
-                value,
-                message,
-                exact,
-                time.time(),
-                _checksum(request_id, kind, step, part, outcome, value, message, exact),
-            ),
+            INSERT_ENTRY, entry_row(request_id, kind, step, part, outcome, value, message, exact)
         )
+
+    def write_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Commit several entry rows in one transaction."""
+        self._execute_many(INSERT_ENTRY, rows)
 
     def close_request(self, request_id: str, response_hash: str) -> None:
         """Commit that the request's response exists."""
@@ -474,6 +527,16 @@ class SQLiteJournal(Journal):
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         self._conn().execute(sql, params)
 
+    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany(sql, rows)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return list(self._conn().execute(sql, params).fetchall())
 
@@ -612,6 +675,10 @@ class PostgresJournal(Journal):
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         with self._pool.connection() as conn:
             conn.execute(self._sql(sql), params)
+
+    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(self._sql(sql), rows)
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._pool.connection() as conn:

@@ -13,11 +13,13 @@ import attrs
 
 from solvi.errors import SolviError
 from solvi.journal import (
+    GroupCommit,
     Journal,
     JournalEntry,
     JournalError,
     RequestJournal,
     StepState,
+    entry_row,
     input_hash,
     pack_exact,
 )
@@ -56,26 +58,50 @@ class Recovery:
 
 
 class JournalWriter:
-    """Binds a journal to one request for the scheduler's `starting`/`called` hooks."""
+    """Binds a journal to one request for the scheduler's `starting`/`called` hooks.
 
-    __slots__ = ("journal", "request_id")
+    Without a group each entry is committed at once. With one (under `aask`),
+    entries wait in the group, and the driver awaits `flush` before a call
+    starts or a result is released.
+    """
 
-    def __init__(self, journal: Journal, request_id: str) -> None:
+    __slots__ = ("group", "journal", "request_id")
+
+    def __init__(self, journal: Journal, request_id: str, group: GroupCommit | None = None) -> None:
         self.journal = journal
         self.request_id = request_id
+        self.group = group
 
     def started(self, step: int, part: str) -> None:
-        """Commit a started entry."""
-        self.journal.started(self.request_id, step, part)
+        """Record a started entry."""
+        if self.group is None:
+            self.journal.started(self.request_id, step, part)
+        else:
+            row = entry_row(self.request_id, "started", step, part, None, None, None, None)
+            self.group.pending.append(row)
 
     def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
-        """Commit a settled entry with the value (as JSON) or the error."""
+        """Record a settled entry with the value (as JSON, and exactly) or the error."""
         if cause is None:
-            data = canonical_json(to_record_value(value, part))
+            outcome, data, message = "ok", canonical_json(to_record_value(value, part)), None
             exact = pack_exact(value)
-            self.journal.settled(self.request_id, step, part, "ok", data, None, exact)
         else:
-            self.journal.settled(self.request_id, step, part, cause.kind, None, cause.message)
+            outcome, data, message, exact = cause.kind, None, cause.message, None
+        if self.group is None:
+            self.journal.settled(self.request_id, step, part, outcome, data, message, exact)
+        else:
+            row = entry_row(self.request_id, "settled", step, part, outcome, data, message, exact)
+            self.group.pending.append(row)
+
+    async def flush(self) -> None:
+        """Make everything this request recorded durable (a no-op without a group)."""
+        if self.group is not None:
+            await self.group.flush()
+
+    def flush_now(self) -> None:
+        """The same, without waiting for other steps' entries."""
+        if self.group is not None:
+            self.group.flush_now()
 
 
 def state_json(state: dict[str, Any]) -> str:
@@ -89,6 +115,7 @@ def begin(
     request_id: str,
     catalog: str,
     catalog_version: str,
+    group: GroupCommit | None = None,
 ) -> None:
     """Commit the open entry and attach the writer; nothing has run yet."""
     journal.open(
@@ -99,7 +126,7 @@ def begin(
         plan=run.program.flow.steps,
         early_exit=run.early_exit,
     )
-    run.journal = JournalWriter(journal, request_id)
+    run.journal = JournalWriter(journal, request_id, group)
     journal.running_here(request_id)
 
 

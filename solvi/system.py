@@ -22,7 +22,7 @@ from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
-from solvi.journal import Journal, open_journal
+from solvi.journal import GroupCommit, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
@@ -182,6 +182,8 @@ class System:
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
         )
+        #: per event loop, the journal's shared commits for concurrent steps
+        self._groups: weakref.WeakKeyDictionary[object, GroupCommit] = weakref.WeakKeyDictionary()
         self._programs: dict[Any, Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
@@ -499,6 +501,7 @@ class System:
         early_exit: bool | None,
         timeout: float | None,
         request_id: str | None,
+        group: GroupCommit | None = None,
     ) -> Run:
         if not isinstance(state, dict):
             state = self._as_state(state)
@@ -516,7 +519,7 @@ class System:
             rid = request_id or uuid.uuid4().hex
             run.request_id = rid
             if self.journal is not None:
-                recovery.begin(self.journal, run, rid, self.name, self._journal_version)
+                recovery.begin(self.journal, run, rid, self.name, self._journal_version, group)
         return run
 
     async def aask(
@@ -548,7 +551,13 @@ class System:
         Raises:
             TypeError: `state` is not a mapping with string keys.
         """
-        run = self._start(state, early_exit, timeout, request_id)
+        loop = current_loop()
+        group = None
+        if self.journal is not None:
+            group = self._groups.get(loop)
+            if group is None:
+                group = self._groups[loop] = GroupCommit(self.journal)
+        run = self._start(state, early_exit, timeout, request_id, group)
         policy = self._order_policy(order)
         if policy is not None and speculate:
             warnings.warn(
@@ -558,7 +567,6 @@ class System:
                 stacklevel=2,
             )
             speculate = False
-        loop = current_loop()
         limiter = self._limiters.get(loop)
         if limiter is None:
             limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
@@ -630,6 +638,7 @@ class System:
         if self.store is not None and request_id is not None and not stored_elsewhere:
             self.store.save_response(response.record, request_id=request_id)
         if request_id is not None and self.journal is not None:
+            run.journal.flush_now()
             self.journal.close_request(request_id, response.hash)
         if self.store is not None and stats["requests"] % SAVE_LEARNING_EVERY == 0:
             self.save_learning()
