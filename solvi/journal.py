@@ -45,6 +45,7 @@ __all__ = [
     "RequestJournal",
     "SQLiteJournal",
     "StepState",
+    "entry_row",
     "input_hash",
     "open_journal",
     "pack_exact",
