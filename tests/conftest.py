@@ -5,6 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time, so a red build is reproducible; locally,
+# each run explores new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def pytest_configure(config: pytest.Config) -> None:
