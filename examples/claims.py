@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import time
 import zlib
+from pathlib import Path
 from typing import Any
 
-from solvi import Catalog, Question, System
+from solvi import Catalog, Question, System, verify
 
-__all__ = ["CLAIMS", "QUESTIONS", "catalog", "main", "system"]
+__all__ = ["CLAIMS", "DEMO_STORE", "QUESTIONS", "catalog", "main", "system"]
+
+#: Where `make demo` keeps its decisions (SQLite, created on first run).
+DEMO_STORE = Path(".demo") / "claims.db"
 
 # -- the outside world, simulated ------------------------------------------------
 
@@ -261,18 +265,30 @@ STORIES = {
 }
 
 
-def main() -> None:
-    """Ask the system about each sample claim and print the decisions."""
+def main(store: str | Path = DEMO_STORE) -> None:
+    """Ask about each sample claim, keep the decisions in SQLite, and check the store.
+
+    Args:
+        store: the SQLite file that keeps every decision and its audit log.
+    """
+    Path(store).parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    for state in CLAIMS:
-        claim_id = state["claim"]["id"]
-        res = system.ask(state)
-        print(f"== {claim_id}: {STORIES[claim_id]}")
-        print(res.show())
-        print()
-    elapsed = (time.perf_counter() - started) * 1000.0
-    print(f"{len(CLAIMS)} claims in {elapsed:.0f} ms; stats {system.stats}")
-    system.close()
+    with System(catalog, QUESTIONS, workers=4, store=store) as demo:
+        ids = []
+        for state in CLAIMS:
+            claim_id = state["claim"]["id"]
+            res = demo.ask(state)
+            ids.append(res.request_id)
+            print(f"== {claim_id}: {STORIES[claim_id]}")
+            print(res.show())
+            print()
+        elapsed = (time.perf_counter() - started) * 1000.0
+        print(f"{len(CLAIMS)} claims in {elapsed:.0f} ms; stats {demo.stats}")
+        assert demo.store is not None
+        report = verify(demo.store)
+        print(f"store {store}: audit log of {report.entries} entries, intact: {report.ok}")
+        again = demo.replay(ids[0])
+        print(f"replay of {CLAIMS[0]['claim']['id']}: same decision: {again.same}")
 
 
 if __name__ == "__main__":

@@ -164,13 +164,15 @@ def test_hash_is_the_same_with_one_worker_and_with_four(claims: ModuleType, clai
 
 
 def test_demo_prints_every_claim_with_its_decision(
-    claims: ModuleType, capsys: pytest.CaptureFixture[str]
+    claims: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """The demo prints a heading and the rendered record for each sample claim."""
-    claims.main()
+    """The demo prints each claim's record, stores them in SQLite and finds the audit intact."""
+    claims.main(tmp_path / "claims.db")
     out = capsys.readouterr().out
     for state in claims.CLAIMS:
         assert f"== {state['claim']['id']}: " in out
     assert "fraud_model         error" in out
     assert "not needed: hard check policy_in_force failed" in out
     assert out.count("claims  hash ") == len(claims.CLAIMS)
+    assert "audit log of 6 entries, intact: True" in out  # 5 decisions, 1 safeguard
+    assert "same decision: True" in out
