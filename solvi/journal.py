@@ -587,38 +587,10 @@ class SQLiteJournal(Journal):
         return True
 
 
-PG_SCHEMA = """
-CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS journal_requests (
-    request_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    catalog TEXT NOT NULL,
-    catalog_version TEXT NOT NULL,
-    input_hash TEXT NOT NULL,
-    input TEXT NOT NULL,
-    plan TEXT NOT NULL,
-    early_exit INTEGER NOT NULL,
-    opened_at DOUBLE PRECISION NOT NULL,
-    claimed_at DOUBLE PRECISION,
-    closed_at DOUBLE PRECISION,
-    response_hash TEXT
-);
-CREATE TABLE IF NOT EXISTS journal_entries (
-    seq BIGSERIAL PRIMARY KEY,
-    request_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    part TEXT NOT NULL,
-    outcome TEXT,
-    value TEXT,
-    message TEXT,
-    exact TEXT,
-    at DOUBLE PRECISION NOT NULL,
-    checksum TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_id, seq);
-CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (closed_at);
-"""
+# The same tables in PostgreSQL's types.
+PG_SCHEMA = SCHEMA.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY").replace(
+    "REAL", "DOUBLE PRECISION"
+)
 
 
 def _owner_key(owner: str) -> int:
