@@ -6,9 +6,7 @@ Timings are never asserted: they depend on the machine.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import inspect
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -16,24 +14,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "async_latency.py"
+from benchmark_modules import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """The benchmark module, imported by path (benchmarks/ is not a package)."""
-    name = "solvi_async_latency_benchmark"
-    spec = importlib.util.spec_from_file_location(name, BENCHMARK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+    """The benchmark module, imported by path."""
+    yield from load_benchmark("async_latency.py")
 
 
 def _tiny(bench: ModuleType) -> Any:

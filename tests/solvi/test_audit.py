@@ -8,40 +8,17 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from flows.claims_small import Calls, claims_catalog
-from stores import BACKENDS, Backend, backend
+from stores import Backend
 
-from solvi import Question, System
+from solvi import System
 from solvi.audit import GENESIS, entry_hash, verify
 from solvi.storage import Store
 from solvi.storecli import add_store_commands
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """An empty database on each backend."""
-    with backend(request.param, tmp_path) as b:
-        yield b
-
-
-@pytest.fixture
-def store(db: Backend) -> Iterator[Store]:
-    """A store on that database, closed afterwards."""
-    s = db.open()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def system() -> System:
-    """The small claims System."""
-    return System(claims_catalog(Calls()), [Question("approve", forced=False), "fast_track"])
 
 
 def _fill(store: Store, system: System) -> None:

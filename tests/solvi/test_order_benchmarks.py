@@ -2,41 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str, filename: str) -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / filename)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+from benchmark_modules import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def order_bench() -> Iterator[ModuleType]:
     """benchmarks/check_order.py, imported by path (benchmarks/ is not a package)."""
-    yield from _load("solvi_check_order_benchmark", "check_order.py")
+    yield from load_benchmark("check_order.py")
 
 
 @pytest.fixture(scope="module")
 def costs_bench() -> Iterator[ModuleType]:
     """benchmarks/measured_costs.py, imported by path."""
-    yield from _load("solvi_measured_costs_benchmark", "measured_costs.py")
+    yield from load_benchmark("measured_costs.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "overhead.py"
+from benchmark_modules import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    """The benchmark module, imported by path (benchmarks/ is not a package)."""
-    name = "solvi_overhead_benchmark"
-    spec = importlib.util.spec_from_file_location(name, BENCHMARK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(name, None)
+    """The benchmark module, imported by path."""
+    yield from load_benchmark("overhead.py")
 
 
 def _small_dags(bench: ModuleType) -> list[Any]:

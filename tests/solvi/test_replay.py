@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from flows.loans import loans_system
-from stores import BACKENDS, Backend, backend
+from stores import Backend
 
 from solvi._targets import load_attribute
 from solvi.replay import Difference, ReplayResult, Skipped, replay, replay_store
@@ -29,21 +29,6 @@ SKIPPED_BUREAU = (
     Skipped("value", "clean_record", "timed out when recorded"),
     Skipped("hash", "hash", "timed out when recorded"),
 )
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """An empty database on each backend."""
-    with backend(request.param, tmp_path) as b:
-        yield b
-
-
-@pytest.fixture
-def store(db: Backend) -> Iterator[Store]:
-    """A store on that database, closed afterwards."""
-    s = db.open()
-    yield s
-    s.close()
 
 
 @pytest.fixture

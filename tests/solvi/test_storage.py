@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from flows.claims_small import Calls, claims_catalog
-from stores import BACKENDS, Backend, backend
+from stores import Backend
 
-from solvi import CostBook, Question, Response, System
+from solvi import CostBook, Response, System
 from solvi.storage import (
     SCHEMA_VERSION,
     DuplicateRequestError,
@@ -33,27 +31,6 @@ TABLES = {
     "solvi_costs",
     "solvi_blobs",
 }
-
-
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """An empty database on each backend."""
-    with backend(request.param, tmp_path) as b:
-        yield b
-
-
-@pytest.fixture
-def store(db: Backend) -> Iterator[Store]:
-    """A store on that database, closed afterwards."""
-    s = db.open()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def system() -> System:
-    """The small claims System."""
-    return System(claims_catalog(Calls()), [Question("approve", forced=False), "fast_track"])
 
 
 def _responses(system: System) -> list[Response]:
