@@ -16,8 +16,8 @@ import anyio
 
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
-from solvi.program import Node, effective_timeout
-from solvi.schedule import PENDING, Cause, Run, learned_batches, rest_after_learned
+from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
+from solvi.schedule import OK, PENDING, Cause, Run, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 
@@ -53,6 +53,31 @@ def _inline_sync(part: Any) -> bool:
 
 async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
     """Compute one node: try its producers in order until one succeeds."""
+    if (node.simple or node.simple_async) and run.plain and not run.causes:
+        # The fast path: one plain sync or untimed async producer, nothing missing.
+        vals = run.vals
+        arity = node.arity
+        func = node.func
+        start = perf_counter()
+        try:
+            if arity == ARITY_NONE:
+                value = func()
+            elif arity == ARITY_ONE:
+                value = func(vals[node.inputs[0]])
+            else:
+                value = func(*node.getter(vals))
+            if node.simple_async:
+                value = await value
+        except Exception as exc:
+            failure = cause_of(exc, node.first_part, node.fact)
+            run.called(node, 0, start, perf_counter(), None, failure)
+            return
+        run.attempts.append(
+            (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
+        )
+        vals[node.fact] = bool(value) if node.is_check else value
+        run.status[node.index] = OK
+        return
     cause = run.missing_input(node)
     if cause is not None:
         run.block(node, cause)

@@ -51,6 +51,9 @@ class Node:
     #: one plain sync producer (not async, not blocking, no timeout of its own):
     #: called inline on the fast path, never interrupted
     simple: bool
+    #: one async producer with no timeout of its own: awaited directly on the
+    #: fast path of `aask` (when the request sets no timeout either)
+    simple_async: bool
     has_async: bool
     func: Any
     #: the name of the first producer (the only one, on the fast path)
@@ -120,6 +123,7 @@ def compile_flow(flow: Flow) -> Program:
                 is_check=any(p.kind == "check" for p in n.parts),
                 is_hard_check=n.is_hard_check,
                 simple=simple,
+                simple_async=(only is not None and only.is_async and only.timeout is None),
                 has_async=any(p.is_async for p in n.parts),
                 func=only.func if only is not None else None,
                 first_part=n.parts[0].name,

@@ -127,6 +127,7 @@ def begin(
         early_exit=run.early_exit,
     )
     run.journal = JournalWriter(journal, request_id, group)
+    run.plain = False
     journal.running_here(request_id)
 
 
@@ -213,6 +214,7 @@ def prepare_resume(
     )
     untouched = _prefill(run, rj)
     run.journal = JournalWriter(journal, request_id)
+    run.plain = False
     journal.running_here(request_id)
     return run, untouched
 

@@ -84,6 +84,7 @@ class Run:
         "notes",
         "open_mask",
         "order_lines",
+        "plain",
         "prices",
         "program",
         "request_id",
@@ -137,6 +138,8 @@ class Run:
         self.resume_from: dict[int, int] = {}
         #: on resume: what happened to interrupted steps
         self.notes: list[str] = []
+        #: no journal, no resume, no request timeout: nodes may take the fast path
+        self.plain = timeout is None
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}
