@@ -90,8 +90,8 @@ class TimedJournal(SQLiteJournal):
     def close_request(self, request_id: str, response_hash: str) -> None:
         self._timed(super().close_request, request_id, response_hash)
 
-    def write_rows(self, rows: list[tuple[Any, ...]]) -> None:
-        self._timed(super().write_rows, rows)
+    def write_statements(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        self._timed(super().write_statements, statements)
 
 
 def build_catalog(delay: float = DELAY) -> Catalog:

@@ -220,17 +220,21 @@ def entry_row(
 class GroupCommit:
     """Lets the concurrent steps of one event loop share commits.
 
-    Writers bound to a group put their entries in `pending`; a step that
+    Writers bound to a group put their statements in `pending`; a step that
     needs its entry durable awaits `flush`, which yields once (so that the
     other steps ready in the same turn of the loop add theirs) and commits
-    everything pending in one transaction. When `flush` returns, every entry
-    added before the call is committed; if the commit fails, the entries stay
-    pending and the error is raised.
+    everything pending in one transaction. When `flush` returns, every
+    statement added before the call is committed; if the commit fails, they
+    stay pending and the error is raised.
     """
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
-        self.pending: list[tuple[Any, ...]] = []
+        self.pending: list[tuple[str, tuple[Any, ...]]] = []
+
+    def add_entry(self, row: tuple[Any, ...]) -> None:
+        """Queue one entry row (see `entry_row`)."""
+        self.pending.append((INSERT_ENTRY, row))
 
     async def flush(self) -> None:
         """Commit what is pending, together with what the loop's other steps add now."""
@@ -243,11 +247,11 @@ class GroupCommit:
         """Commit what is pending, without waiting for company."""
         if not self.pending:
             return
-        rows, self.pending = self.pending, []
+        statements, self.pending = self.pending, []
         try:
-            self.journal.write_rows(rows)
+            self.journal.write_statements(statements)
         except BaseException:
-            self.pending[:0] = rows
+            self.pending[:0] = statements
             raise
 
 
@@ -274,8 +278,8 @@ class Journal(abc.ABC):
         """Run one statement in a transaction of its own, committed on return."""
 
     @abc.abstractmethod
-    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """Run one statement for each row, all in one transaction."""
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Run several statements in one transaction."""
 
     @abc.abstractmethod
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -307,6 +311,28 @@ class Journal(abc.ABC):
     ) -> None:
         """Commit the open entry of a request; nothing runs before it returns."""
         self._execute(
+            *self.open_statement(
+                request_id,
+                catalog=catalog,
+                catalog_version=catalog_version,
+                state_json=state_json,
+                plan=plan,
+                early_exit=early_exit,
+            )
+        )
+
+    def open_statement(
+        self,
+        request_id: str,
+        *,
+        catalog: str,
+        catalog_version: str,
+        state_json: str,
+        plan: tuple[str, ...],
+        early_exit: bool,
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement that writes a request's open entry (for a group commit)."""
+        return (
             "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
             "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)",
             (
@@ -358,17 +384,21 @@ class Journal(abc.ABC):
             INSERT_ENTRY, entry_row(request_id, kind, step, part, outcome, value, message, exact)
         )
 
-    def write_rows(self, rows: list[tuple[Any, ...]]) -> None:
-        """Commit several entry rows in one transaction."""
-        self._execute_many(INSERT_ENTRY, rows)
-
     def close_request(self, request_id: str, response_hash: str) -> None:
         """Commit that the request's response exists."""
-        self._execute(
+        self._execute(*self.close_statement(request_id, response_hash))
+
+    def close_statement(self, request_id: str, response_hash: str) -> tuple[str, tuple[Any, ...]]:
+        """The statement that closes a request (for a group commit)."""
+        self.active.discard(request_id)
+        return (
             "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
             (time.time(), response_hash, request_id),
         )
-        self.active.discard(request_id)
+
+    def write_statements(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Commit several statements in one transaction."""
+        self._transaction(statements)
 
     def running_here(self, request_id: str) -> None:
         """Note that this process is running (or resuming) the request right now."""
@@ -528,11 +558,12 @@ class SQLiteJournal(Journal):
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         self._conn().execute(sql, params)
 
-    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            conn.executemany(sql, rows)
+            for sql, params in statements:
+                conn.execute(sql, params)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -649,9 +680,10 @@ class PostgresJournal(Journal):
         with self._pool.connection() as conn:
             conn.execute(self._sql(sql), params)
 
-    def _execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            cur.executemany(self._sql(sql), rows)
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            for sql, params in statements:
+                conn.execute(self._sql(sql), params)
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._pool.connection() as conn:

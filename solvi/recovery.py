@@ -78,7 +78,7 @@ class JournalWriter:
             self.journal.started(self.request_id, step, part)
         else:
             row = entry_row(self.request_id, "started", step, part, None, None, None, None)
-            self.group.pending.append(row)
+            self.group.add_entry(row)
 
     def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
         """Record a settled entry with the value (as JSON, and exactly) or the error."""
@@ -91,7 +91,7 @@ class JournalWriter:
             self.journal.settled(self.request_id, step, part, outcome, data, message, exact)
         else:
             row = entry_row(self.request_id, "settled", step, part, outcome, data, message, exact)
-            self.group.pending.append(row)
+            self.group.add_entry(row)
 
     async def flush(self) -> None:
         """Make everything this request recorded durable (a no-op without a group)."""
@@ -101,6 +101,14 @@ class JournalWriter:
     def flush_now(self) -> None:
         """The same, without waiting for other steps' entries."""
         if self.group is not None:
+            self.group.flush_now()
+
+    def close(self, response_hash: str) -> None:
+        """Record the closed entry, with whatever the request still has pending."""
+        if self.group is None:
+            self.journal.close_request(self.request_id, response_hash)
+        else:
+            self.group.pending.append(self.journal.close_statement(self.request_id, response_hash))
             self.group.flush_now()
 
 
@@ -118,14 +126,18 @@ def begin(
     group: GroupCommit | None = None,
 ) -> None:
     """Commit the open entry and attach the writer; nothing has run yet."""
-    journal.open(
-        request_id,
-        catalog=catalog,
-        catalog_version=catalog_version,
-        state_json=state_json(run.state),
-        plan=run.program.flow.steps,
-        early_exit=run.early_exit,
-    )
+    details: dict[str, Any] = {
+        "catalog": catalog,
+        "catalog_version": catalog_version,
+        "state_json": state_json(run.state),
+        "plan": run.program.flow.steps,
+        "early_exit": run.early_exit,
+    }
+    if group is None:
+        journal.open(request_id, **details)
+    else:
+        # Committed with the first started entry, before any step is dispatched.
+        group.pending.append(journal.open_statement(request_id, **details))
     run.journal = JournalWriter(journal, request_id, group)
     run.plain = False
     journal.running_here(request_id)

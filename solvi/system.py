@@ -637,9 +637,8 @@ class System:
         response = Response(run, self.name, self.version, request_id=request_id)
         if self.store is not None and request_id is not None and not stored_elsewhere:
             self.store.save_response(response.record, request_id=request_id)
-        if request_id is not None and self.journal is not None:
-            run.journal.flush_now()
-            self.journal.close_request(request_id, response.hash)
+        if run.journal is not None:
+            run.journal.close(response.hash)
         if self.store is not None and stats["requests"] % SAVE_LEARNING_EVERY == 0:
             self.save_learning()
         if self.logger is not None:
