@@ -332,3 +332,26 @@ def test_a_damaged_request_row_does_not_hide_the_others(where: str) -> None:
     assert [r.request_id for r in reader.journal_status()] == ["req-2"]
     assert reader.journal is not None
     assert reader.journal.damaged == {"req-1"}
+
+
+def test_a_crash_under_aask_resumes_to_the_control(where: str, tmp_path: Path) -> None:
+    """The async path's shared commits leave a journal that resumes to the control."""
+    import anyio
+
+    control = _control_hash(tmp_path)
+    system = crashy.build(where)
+    crashy.CRASH_AT["documents"] = "raise"
+
+    with pytest.raises(BaseException) as info:  # noqa: PT011 - a Crash, maybe in a group
+        anyio.run(lambda: system.aask(crashy.STATE, request_id="async-1"))
+    died = info.value
+    assert isinstance(died, crashy.Crash) or (
+        isinstance(died, BaseExceptionGroup) and died.subgroup(crashy.Crash) is not None
+    )
+    crashy.CRASH_AT.clear()
+    system.close()
+    resumer = crashy.build(where)
+    (status,) = resumer.journal_status()
+    assert "documents" in status.interrupted_during_execution
+    assert "policy" in status.settled
+    assert resumer.resume("async-1").hash == control
