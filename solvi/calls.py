@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
@@ -27,11 +28,8 @@ class PartTimeout(Exception):
 
 def in_event_loop() -> bool:
     """Whether this thread is running an asyncio or trio event loop right now."""
-    try:
+    with contextlib.suppress(RuntimeError):
         asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
         return True
     trio = sys.modules.get("trio")
     if trio is not None:

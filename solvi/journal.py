@@ -550,10 +550,7 @@ class SQLiteJournal(Journal):
         if not self._owner_file.closed:
             fcntl.flock(self._owner_file, fcntl.LOCK_UN)
             self._owner_file.close()
-            try:
-                (self._lock_dir / f"{self._safe(self.owner)}.lock").unlink()
-            except FileNotFoundError:
-                pass
+            (self._lock_dir / f"{self._safe(self.owner)}.lock").unlink(missing_ok=True)
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         self._conn().execute(sql, params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import json
@@ -643,11 +644,9 @@ def server() -> Iterator[str]:
             while True:
                 if process.poll() is not None:
                     pytest.fail(f"solvi serve exited with {process.returncode}: {process.stderr}")
-                try:
+                with contextlib.suppress(httpx.TransportError):
                     if http.get(f"{base}/healthz").status_code == 200:
                         break
-                except httpx.TransportError:
-                    pass
                 if time.monotonic() > deadline:
                     pytest.fail("solvi serve did not answer /healthz within 10 s")
                 time.sleep(0.05)
