@@ -1,18 +1,21 @@
-"""What the journal adds to `aask` on an I/O-bound flow: off, SQLite NORMAL, SQLite FULL.
+"""What the journal adds to `aask` on an I/O-bound flow: off, SQLite NORMAL and FULL, PostgreSQL.
 
 The flow: 10 async parts in 3 layers, each awaiting ``anyio.sleep(0.002)``, and
 a sync rule reading the last layer (11 steps, critical path 3 x 2 ms). Every
 mode runs in one process on one event loop, rounds interleaved so that load
 elsewhere on the machine spoils a round of every mode rather than every round
-of one. Only the SQLite journal is measured (PostgreSQL is not, here).
+of one. The PostgreSQL journal is measured when SOLVI_TEST_POSTGRES_DSN names a
+server (in a schema of its own, dropped afterwards).
 
 Reported per mode: p50 and p99 latency of ``await system.aask(state)`` one
 request at a time, and the overhead versus the journal off; the milliseconds
-per request spent inside journal calls (synchronous SQLite commits on the
-event loop thread, so the loop runs nothing else meanwhile); and the wall time
-per request when 32 requests run at once, where those blocking commits
-serialize. ``NORMAL`` survives a killed process, not a power loss or an OS
-crash; ``FULL`` syncs the WAL on every commit and survives both.
+per request spent inside journal calls (synchronous commits on the event loop
+thread, so the loop runs nothing else meanwhile); and the wall time per
+request when 32 requests run at once, where those blocking commits serialize.
+``NORMAL`` survives a killed process, not a power loss or an OS crash;
+``FULL`` syncs the WAL on every commit and survives both. PostgreSQL's
+durability is the server's: its ``fsync`` and ``synchronous_commit`` settings
+are printed with the table.
 
     python benchmarks/journal_overhead.py [--quick]
 """
@@ -20,31 +23,33 @@ crash; ``FULL`` syncs the WAL on every commit and survives both.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from solvi import Catalog, System
-from solvi.journal import SQLiteJournal
+from solvi.journal import Journal, PostgresJournal, SQLiteJournal
 
 DELAY = 0.002
-MODES = ("off", "NORMAL", "FULL")
+POSTGRES = "PostgreSQL"
 GOAL_P50_PERCENT = 10.0
+DSN_VARIABLE = "SOLVI_TEST_POSTGRES_DSN"
 
 
-class TimedJournal(SQLiteJournal):
-    """The SQLite journal, adding up the seconds its writes take."""
+class Timing(Journal):
+    """Adds up the seconds a journal's writes take; mixed in ahead of a backend's class."""
 
-    def __init__(self, path: Path, synchronous: str) -> None:
-        super().__init__(path, synchronous=synchronous)
-        self.seconds = 0.0
-        self.writes = 0
+    seconds: float = 0.0
+    writes: int = 0
 
     def _timed(self, call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
@@ -92,6 +97,20 @@ class TimedJournal(SQLiteJournal):
 
     def write_statements(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         self._timed(super().write_statements, statements)
+
+
+class TimedJournal(Timing, SQLiteJournal):
+    """The SQLite journal, timed."""
+
+    def __init__(self, path: Path, synchronous: str) -> None:
+        super().__init__(path, synchronous=synchronous)
+
+
+class TimedPostgresJournal(Timing, PostgresJournal):
+    """The PostgreSQL journal, timed."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
 
 
 def build_catalog(delay: float = DELAY) -> Catalog:
@@ -149,13 +168,36 @@ def build_catalog(delay: float = DELAY) -> Catalog:
     return cat
 
 
-def systems(root: Path, delay: float = DELAY) -> dict[str, System]:
-    """One System per mode, each on its own journal file."""
+def systems(root: Path, dsn: str | None = None, delay: float = DELAY) -> dict[str, System]:
+    """One System per mode, each on its own journal (PostgreSQL's only with a `dsn`)."""
     out = {"off": System(build_catalog(delay))}
     for sync in ("NORMAL", "FULL"):
-        journal = TimedJournal(root / f"{sync.lower()}.db", sync)
+        journal: Journal = TimedJournal(root / f"{sync.lower()}.db", sync)
         out[sync] = System(build_catalog(delay), journal=journal)
+    if dsn is not None:
+        journal = TimedPostgresJournal(dsn)
+        out[POSTGRES] = System(build_catalog(delay), journal=journal)
     return out
+
+
+@contextmanager
+def postgres_schema(dsn: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """A DSN reaching a fresh schema (dropped afterwards), and the server's durability settings."""
+    import psycopg
+
+    schema = f"journal_overhead_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}".encode())
+        settings = {}
+        for name in ("fsync", "synchronous_commit", "server_version"):
+            row = conn.execute(f"SHOW {name}".encode()).fetchone()
+            settings[name] = "?" if row is None else str(row[0])
+    joiner = "&" if "?" in dsn else "?"
+    try:
+        yield f"{dsn}{joiner}options=-csearch_path%3D{schema}", settings
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -178,7 +220,7 @@ async def measure(
             await system.aask(state)
     for system in by_mode.values():
         journal = system.journal
-        if isinstance(journal, TimedJournal):
+        if isinstance(journal, Timing):
             journal.seconds, journal.writes = 0.0, 0
     for _ in range(rounds):
         for m, system in by_mode.items():
@@ -191,7 +233,7 @@ async def measure(
     for m, system in by_mode.items():
         journal = system.journal
         n = len(out[m]["lat"])
-        if isinstance(journal, TimedJournal):
+        if isinstance(journal, Timing):
             out[m]["journal_ms"] = journal.seconds / n * 1000
             out[m]["writes"] = journal.writes / n
         else:
@@ -207,43 +249,73 @@ async def measure(
     return out
 
 
-def report(results: dict[str, dict[str, Any]], delay: float) -> bool:
+def report(
+    results: dict[str, dict[str, Any]], delay: float, postgres: dict[str, str] | None
+) -> bool:
     """Print the table; True when every mode gave the same answer and hash."""
+    modes = list(results)
     off = results["off"]
     p50_off = percentile(off["lat"], 50)
     p99_off = percentile(off["lat"], 99)
     burst_off = statistics.median(off["burst"])
     print(f"aask on 10 async parts in 3 layers, each awaiting {delay * 1000:g} ms, and a rule")
-    print(f"{len(off['lat'])} requests per mode, one at a time; SQLite journal only")
+    journals = "SQLite NORMAL and FULL" + (", PostgreSQL" if postgres is not None else "")
+    print(f"{len(off['lat'])} requests per mode, one at a time; journals: {journals}")
     head = (
-        f"{'mode':<8}{'p50 ms':>9}{'p99 ms':>9}{'p50 +%':>9}{'p99 +%':>9}"
+        f"{'mode':<12}{'p50 ms':>9}{'p99 ms':>9}{'p50 +%':>9}{'p99 +%':>9}"
         f"{'journal ms/req':>16}{'writes/req':>12}{'32 at once ms/req':>19}{'+%':>8}"
     )
     print(head)
-    for m in MODES:
+    for m in modes:
         r = results[m]
         p50, p99 = percentile(r["lat"], 50), percentile(r["lat"], 99)
         burst = statistics.median(r["burst"])
         print(
-            f"{m:<8}{p50 * 1000:>9.2f}{p99 * 1000:>9.2f}"
+            f"{m:<12}{p50 * 1000:>9.2f}{p99 * 1000:>9.2f}"
             f"{(p50 / p50_off - 1) * 100:>9.1f}{(p99 / p99_off - 1) * 100:>9.1f}"
             f"{r['journal_ms']:>16.3f}{r['writes']:>12.0f}"
             f"{burst * 1000:>19.3f}{(burst / burst_off - 1) * 100:>8.1f}"
         )
-    for m in ("NORMAL", "FULL"):
+    for m in modes[1:]:
         over = (percentile(results[m]["lat"], 50) / p50_off - 1) * 100
         verdict = "met" if over <= GOAL_P50_PERCENT else "NOT met"
         print(f"goal p50 overhead <= {GOAL_P50_PERCENT:g}% with {m}: {verdict} ({over:.1f}%)")
     print(
-        "journal ms/req: time inside synchronous SQLite commits on the event loop thread "
+        "journal ms/req: time inside synchronous commits on the event loop thread "
         "(the loop runs nothing else meanwhile)"
     )
     print("NORMAL survives a killed process, not a power loss; FULL survives both")
-    hashes = set().union(*(results[m]["hashes"] for m in MODES))
-    answers = set().union(*(results[m]["answers"] for m in MODES))
+    if postgres is None:
+        print(f"PostgreSQL not measured: set {DSN_VARIABLE}")
+    else:
+        print(
+            f"PostgreSQL {postgres['server_version']} over TCP, fsync={postgres['fsync']}, "
+            f"synchronous_commit={postgres['synchronous_commit']}"
+            + (
+                " (commits are not flushed to disk: no power-loss durability, and faster than "
+                "a durable server)"
+                if postgres["fsync"] == "off" or postgres["synchronous_commit"] == "off"
+                else ""
+            )
+        )
+    hashes = set().union(*(results[m]["hashes"] for m in modes))
+    answers = set().union(*(results[m]["answers"] for m in modes))
     same = len(hashes) == 1 and len(answers) == 1
     print(f"same answer and hash in every mode: {same} (answer {sorted(answers)})")
     return same
+
+
+def run(root: Path, dsn: str | None, *, rounds: int, per_round: int, burst: int) -> Any:
+    """Build every mode's System, measure them together, and close them."""
+    by_mode = systems(root, dsn)
+    try:
+        return anyio.run(
+            lambda: measure(by_mode, rounds=rounds, per_round=per_round, burst=burst),
+            backend="asyncio",
+        )
+    finally:
+        for system in by_mode.values():
+            system.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,18 +323,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     args = parser.parse_args(argv)
-    rounds, per_round, burst = (4, 10, 32) if args.quick else (20, 30, 32)
+    sizes = {"rounds": 4, "per_round": 10, "burst": 32}
+    if not args.quick:
+        sizes = {"rounds": 20, "per_round": 30, "burst": 32}
+    dsn = os.environ.get(DSN_VARIABLE) or None
     with tempfile.TemporaryDirectory(prefix="solvi-journal-overhead-") as tmp:
-        by_mode = systems(Path(tmp))
-        try:
-            results = anyio.run(
-                lambda: measure(by_mode, rounds=rounds, per_round=per_round, burst=burst),
-                backend="asyncio",
-            )
-        finally:
-            for system in by_mode.values():
-                system.close()
-    return 0 if report(results, DELAY) else 1
+        if dsn is None:
+            results, postgres = run(Path(tmp), None, **sizes), None
+        else:
+            with postgres_schema(dsn) as (schema_dsn, postgres):
+                results = run(Path(tmp), schema_dsn, **sizes)
+    return 0 if report(results, DELAY, postgres) else 1
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from solvi import Catalog, Question, System
-from solvi.journal import SQLiteJournal
+from solvi.journal import Journal
 
 #: The request every process asks: the hard check passes, `broken` fails.
 INPUT: dict[str, Any] = {
@@ -119,7 +119,7 @@ def build_catalog(hook: Hook = _quiet, *, extra_part: bool = False) -> Catalog:
 
 
 def build_system(
-    journal: str | os.PathLike[str] | SQLiteJournal,
+    journal: str | os.PathLike[str] | Journal,
     *,
     hook: Hook = _quiet,
     workers: int = 1,

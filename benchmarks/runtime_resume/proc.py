@@ -1,6 +1,6 @@
 """The processes a scenario starts: the child that dies, the inspector, the probe, the resumers.
 
-Usage: ``proc.py ROLE --journal PATH [...]``. Each role but the child prints one
+Usage: ``proc.py ROLE --journal PATH_OR_DSN [...]``. Each role but the child prints one
 ``RESULT {json}`` line; the child prints one JSON event per line on stdout
 (journal writes, part calls) and ``READY`` once it holds the scenario's shape,
 then freezes until it is killed.
@@ -18,7 +18,7 @@ from typing import Any
 import flow
 from scenarios import BY_NAME, Trigger
 
-from solvi.journal import JournalError, SQLiteJournal
+from solvi.journal import Journal, JournalError, PostgresJournal, SQLiteJournal
 from solvi.recovery import ResumeRefused
 
 #: a frozen child that nobody kills gives up after this many seconds (a safety net only)
@@ -89,12 +89,14 @@ class Probe:
             self._freeze()
 
 
-class TracingJournal(SQLiteJournal):
-    """The SQLite journal, reporting each write just before it begins and once it committed."""
+class Tracing(Journal):
+    """Reports each journal write just before it begins and once it committed.
 
-    def __init__(self, path: str, probe: Probe) -> None:
-        super().__init__(path)
-        self.probe = probe
+    Mixed into each backend's journal (`TracingSQLiteJournal`,
+    `TracingPostgresJournal`), ahead of it, so that ``super()`` is the real write.
+    """
+
+    probe: Probe
 
     def open(
         self,
@@ -143,6 +145,29 @@ class TracingJournal(SQLiteJournal):
         self.probe.point("close", "post")
 
 
+class TracingSQLiteJournal(Tracing, SQLiteJournal):
+    """The SQLite journal, traced."""
+
+    def __init__(self, path: str, probe: Probe) -> None:
+        super().__init__(path)
+        self.probe = probe
+
+
+class TracingPostgresJournal(Tracing, PostgresJournal):
+    """The PostgreSQL journal, traced."""
+
+    def __init__(self, dsn: str, probe: Probe) -> None:
+        super().__init__(dsn)
+        self.probe = probe
+
+
+def tracing_journal(spec: str, probe: Probe) -> Journal:
+    """The traced journal for a path or a ``postgresql://`` DSN."""
+    if spec.startswith(("postgresql://", "postgres://")):
+        return TracingPostgresJournal(spec, probe)
+    return TracingSQLiteJournal(spec, probe)
+
+
 def _result(data: dict[str, Any]) -> None:
     sys.stdout.write("RESULT " + json.dumps(data, sort_keys=True) + "\n")
     sys.stdout.flush()
@@ -159,7 +184,7 @@ def child(args: argparse.Namespace) -> None:
     """Ask the request with a tracing journal; freeze at the scenario's trigger."""
     scenario = BY_NAME[args.scenario]
     probe = Probe(scenario.trigger)
-    journal = TracingJournal(args.journal, probe)
+    journal = tracing_journal(args.journal, probe)
     system = flow.build_system(journal, hook=probe.part, workers=scenario.workers)
     system.ask(flow.INPUT, request_id=flow.REQUEST_ID)
     sys.stdout.write(json.dumps({"ev": "finished"}) + "\n")

@@ -1,28 +1,30 @@
 """Crash-resume benchmark: kill a real process at an exact point, then inspect and resume.
 
 Per scenario a child process asks one request of the bench flow (`flow.py`)
-with a SQLite journal and signals READY once it holds the scenario's shape
+with a journal and signals READY once it holds the scenario's shape
 (`scenarios.py`); it is killed with SIGKILL. Then, each in a fresh process: an
 inspector reads `journal_status()` (claims nothing), a probe tries to resume
 with a changed plan and catalog version (must be refused), and a resumer runs
 `recover()` + `resume()` (two at once in the racing scenario). Each property
 gets a verdict row; the answers are compared with a control run that was never
-interrupted. Only the SQLite journal is measured (PostgreSQL is not, here).
+interrupted.
+
+Every scenario runs on the SQLite journal, and on the PostgreSQL journal when
+SOLVI_TEST_POSTGRES_DSN names a server (a fresh schema per scenario and per
+control run; see `backends.py`). Each backend gets its own table.
 
 Exit status: 1 on any VIOLATED, LOST-SILENT or GHOST-RUNNING row; otherwise 2
 if a scenario printed ARM INVALID; else 0.
 
-    python benchmarks/runtime_resume/run.py [--quick] [--repeat N]
+    python benchmarks/runtime_resume/run.py [--quick] [--repeat N] [--backend sqlite|postgres|both]
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,7 @@ from typing import Any
 
 import attrs
 import flow
+from backends import Backend, PostgresBackend, SQLiteBackend
 from before import Before
 from scenarios import SCENARIOS, Scenario, premise
 
@@ -52,6 +55,7 @@ LOST = "LOST-SILENT"
 GHOST = "GHOST-RUNNING"
 NOT_MEASURED = "not-measured"
 FAILING = (VIOLATED, LOST, GHOST)
+DSN_VARIABLE = "SOLVI_TEST_POSTGRES_DSN"
 
 
 @attrs.frozen
@@ -66,11 +70,14 @@ class Row:
 
 @attrs.frozen
 class Outcome:
-    """A scenario's rows, or why the arm is invalid."""
+    """A scenario's rows on one backend, or why the arm is invalid."""
 
     scenario: Scenario
+    backend: str
     rows: tuple[Row, ...] = ()
     invalid: str = ""
+    #: what it took for the dead child's owner lock to go (PostgreSQL)
+    settled_after_kill: str = ""
 
 
 @attrs.frozen
@@ -93,8 +100,8 @@ class Evidence:
 # -- processes -------------------------------------------------------------------
 
 
-def _command(role: str, journal: Path, *extra: str) -> list[str]:
-    return [sys.executable, str(PROC), role, "--journal", str(journal), *extra]
+def _command(role: str, journal: str, *extra: str) -> list[str]:
+    return [sys.executable, str(PROC), role, "--journal", journal, *extra]
 
 
 def _env(call_log: Path) -> dict[str, str]:
@@ -116,7 +123,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=PROCESS_LIMIT)
 
 
-def run_child(scenario: Scenario, journal: Path, call_log: Path, errors: Path) -> Before:
+def run_child(scenario: Scenario, journal: str, call_log: Path, errors: Path) -> Before:
     """Start the child, wait for READY (or its end), SIGKILL it, and read its account."""
     before = Before()
     signalled = threading.Event()
@@ -155,7 +162,7 @@ def run_child(scenario: Scenario, journal: Path, call_log: Path, errors: Path) -
     return before
 
 
-def run_role(role: str, journal: Path, call_log: Path, *extra: str) -> dict[str, Any]:
+def run_role(role: str, journal: str, call_log: Path, *extra: str) -> dict[str, Any]:
     """Run one inspecting, probing or control process to its end."""
     done = subprocess.run(
         _command(role, journal, *extra),
@@ -169,7 +176,7 @@ def run_role(role: str, journal: Path, call_log: Path, *extra: str) -> dict[str,
     return _result(done.stdout, role, done.stderr)
 
 
-def run_racing(journal: Path, call_log: Path, probe_log: Path) -> tuple[dict[str, Any], ...]:
+def run_racing(journal: str, call_log: Path, probe_log: Path) -> tuple[dict[str, Any], ...]:
     """Two resumers, both armed before either is told to go (the first probes first)."""
     procs: list[subprocess.Popen[str]] = []
     try:
@@ -203,7 +210,7 @@ def run_racing(journal: Path, call_log: Path, probe_log: Path) -> tuple[dict[str
             _stop(p)
 
 
-def run_claimed(journal: Path, call_log: Path, probe_log: Path) -> dict[str, Any]:
+def run_claimed(journal: str, call_log: Path, probe_log: Path) -> dict[str, Any]:
     """A resumer that pauses after its claim while an inspector reads; then it resumes."""
     proc = subprocess.Popen(
         _command("resume", journal, "--pause-after-claim", "--probe", str(probe_log)),
@@ -235,60 +242,27 @@ def calls(path: Path) -> Counter[str]:
     return Counter(path.read_text().split()) if path.exists() else Counter()
 
 
-def digest(journal: Path) -> str:
-    """A hash of every row of the journal (to prove a reader wrote nothing)."""
-    conn = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
-    try:
-        h = hashlib.sha256()
-        for table in ("journal_requests", "journal_entries"):
-            try:
-                rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
-            except sqlite3.OperationalError:
-                rows = []
-            h.update(repr(rows).encode())
-        return h.hexdigest()
-    finally:
-        conn.close()
-
-
-def tear_last(journal: Path) -> str:
-    """Cut the last entry's checksum (and value, if any) in half, as a torn write would.
-
-    SQLite commits atomically, so a SIGKILL cannot tear an entry; the damage is
-    made by a direct SQL edit after the kill. Returns the damaged entry's part.
-    """
-    conn = sqlite3.connect(journal)
-    try:
-        seq, part, value, checksum = conn.execute(
-            "SELECT seq, part, value, checksum FROM journal_entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        conn.execute(
-            "UPDATE journal_entries SET value = ?, checksum = ? WHERE seq = ?",
-            (None if value is None else value[: len(value) // 2], checksum[:8], seq),
-        )
-        conn.commit()
-        return str(part)
-    finally:
-        conn.close()
-
-
 # -- one scenario -------------------------------------------------------------------
 
 
-def run_scenario(scenario: Scenario, root: Path, controls: dict[int, dict[str, Any]]) -> Outcome:
+def run_scenario(
+    scenario: Scenario, backend: Backend, root: Path, controls: dict[int, dict[str, Any]]
+) -> Outcome:
     """Kill, inspect, probe, resume; then judge every property."""
-    work = Path(tempfile.mkdtemp(prefix=f"{scenario.name}-", dir=root))
-    journal = work / "journal.db"
+    work = Path(tempfile.mkdtemp(prefix=f"{backend.name}-{scenario.name}-", dir=root))
+    journal = backend.fresh(work)
     errors = work / "child.err"
-    before = run_child(scenario, journal, work / "child.log", errors)
+    before = run_child(scenario, backend.child_spec(journal), work / "child.log", errors)
     invalid = premise(scenario, before, before.plan)
     if invalid:
         tail = errors.read_text().strip().splitlines()[-1:]
-        return Outcome(scenario, invalid=invalid + (f" (child stderr: {tail[0]})" if tail else ""))
-    torn = tear_last(journal) if scenario.tear_last else ""
-    digest_before = digest(journal)
+        why = invalid + (f" (child stderr: {tail[0]})" if tail else "")
+        return Outcome(scenario, backend.name, invalid=why)
+    settled_after_kill = backend.settle(journal)
+    torn = backend.tear_last(journal) if scenario.tear_last else ""
+    digest_before = backend.digest(journal)
     inspected = run_role("inspect", journal, work / "inspect.log")
-    digest_after = digest(journal)
+    digest_after = backend.digest(journal)
     if scenario.racing:
         resumes = run_racing(journal, work / "resume.log", work / "changed.log")
     elif scenario.inspect_claimed:
@@ -311,7 +285,8 @@ def run_scenario(scenario: Scenario, root: Path, controls: dict[int, dict[str, A
         digest_before=digest_before,
         digest_after=digest_after,
     )
-    return Outcome(scenario, rows=tuple(judge(scenario, evidence)))
+    rows = tuple(judge(scenario, evidence))
+    return Outcome(scenario, backend.name, rows=rows, settled_after_kill=settled_after_kill)
 
 
 # -- verdicts ---------------------------------------------------------------------
@@ -581,28 +556,33 @@ def _race(ev: Evidence) -> Row:
 # -- the run ------------------------------------------------------------------------
 
 
-def run_controls(root: Path, workers: Iterable[int]) -> dict[int, dict[str, Any]]:
-    """One uninterrupted run per worker count, on fresh journals."""
+def run_controls(backend: Backend, root: Path, workers: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """One uninterrupted run per worker count, each on a fresh journal of `backend`."""
     out = {}
     for n in sorted(set(workers)):
-        work = Path(tempfile.mkdtemp(prefix=f"control-{n}-", dir=root))
-        out[n] = run_role("control", work / "journal.db", work / "calls.log", "--workers", str(n))
+        work = Path(tempfile.mkdtemp(prefix=f"{backend.name}-control-{n}-", dir=root))
+        journal = backend.fresh(work)
+        out[n] = run_role("control", journal, work / "calls.log", "--workers", str(n))
     hashes = {c["hash"] for c in out.values()}
     if len(hashes) != 1:
-        msg = f"uninterrupted runs disagree across worker counts: {hashes}"
+        msg = f"uninterrupted runs on {backend.title} disagree across worker counts: {hashes}"
         raise RuntimeError(msg)
     return out
 
 
-def print_table(outcomes: list[Outcome]) -> None:
-    """The verdict table: one block per scenario run."""
+def print_table(backend: Backend, outcomes: list[Outcome]) -> None:
+    """One backend's verdict table: one block per scenario run."""
     widths = (30, 46, 62)
+    rule = "=" * 78
+    print(f"\n{rule}\n{backend.title} journal ({backend.name}): crash-resume verdicts\n{rule}")
     for outcome in outcomes:
         s = outcome.scenario
-        print(f"\n== {s.name}: {s.title}")
+        print(f"\n== {s.name}: {s.title} [{backend.title}]")
         if outcome.invalid:
             print(f"ARM INVALID: {outcome.invalid}")
             continue
+        if outcome.settled_after_kill:
+            print(f"after SIGKILL: {outcome.settled_after_kill}")
         head = ("property", "at death", "after (inspect, resume)", "verdict")
         print("  ".join(h.ljust(w) for h, w in zip(head, (*widths, 0), strict=True)).rstrip())
         for row in outcome.rows:
@@ -611,42 +591,108 @@ def print_table(outcomes: list[Outcome]) -> None:
             print(f"{line}  {row.verdict}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every scenario (`--repeat` times), print the table and a summary."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="every scenario once (CI)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per scenario without --quick")
-    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
-    parser.add_argument("--only", action="append", default=[], help="run only this scenario")
-    args = parser.parse_args(argv)
-    repeat = 1 if args.quick else args.repeat
-    chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
-    print("crash-resume benchmark: SQLite journal only (PostgreSQL not measured)")
-    with tempfile.TemporaryDirectory(prefix="solvi-resume-") as tmp:
-        root = Path(tmp)
-        controls = run_controls(root, (s.workers for s in chosen))
-        runs = [s for s in chosen for _ in range(repeat)]
-        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            outcomes = list(pool.map(lambda s: run_scenario(s, root, controls), runs))
-    print_table(outcomes if repeat == 1 else outcomes[::repeat])
+def choose_backends(choice: str | None) -> tuple[list[Backend], str]:
+    """The backends to measure, and a line saying what is not measured and why."""
+    dsn = os.environ.get(DSN_VARIABLE) or None
+    if choice in ("postgres", "both") and dsn is None:
+        msg = f"--backend {choice} needs {DSN_VARIABLE} set to a postgresql:// URL"
+        raise SystemExit(msg)
+    if choice is None:
+        choice = "both" if dsn is not None else "sqlite"
+    backends: list[Backend] = []
+    if choice in ("sqlite", "both"):
+        backends.append(SQLiteBackend())
+    if choice in ("postgres", "both"):
+        assert dsn is not None
+        backends.append(PostgresBackend(dsn))
+    skipped = ""
+    if not any(b.name == "postgres" for b in backends):
+        skipped = (
+            f"PostgreSQL not measured: set {DSN_VARIABLE}"
+            if dsn is None
+            else "PostgreSQL not measured: --backend sqlite"
+        )
+    elif not any(b.name == "sqlite" for b in backends):
+        skipped = "SQLite not measured: --backend postgres"
+    return backends, skipped
+
+
+def summarize(
+    backend: Backend, outcomes: list[Outcome], chosen: list[Scenario], repeat: int
+) -> None:
+    """One backend's counts: runs, invalid arms, verdicts (per scenario when repeated)."""
     verdicts = Counter(r.verdict for o in outcomes for r in o.rows)
     invalid = sum(1 for o in outcomes if o.invalid)
-    failing = {v: verdicts[v] for v in FAILING if verdicts[v]}
-    print(f"\n{len(outcomes)} scenario runs ({repeat} per scenario), {invalid} ARM INVALID")
-    print("verdicts: " + ", ".join(f"{v}={n}" for v, n in sorted(verdicts.items())))
+    print(
+        f"{backend.title}: {len(outcomes)} scenario runs ({repeat} per scenario), "
+        f"{invalid} ARM INVALID"
+    )
+    print("  verdicts: " + ", ".join(f"{v}={n}" for v, n in sorted(verdicts.items())))
     if repeat > 1:
         for s in chosen:
             mine = [o for o in outcomes if o.scenario is s]
             seen = Counter(r.verdict for o in mine for r in o.rows)
             bad = sum(1 for o in mine if o.invalid)
-            print(f"  {s.name}: {dict(sorted(seen.items()))} invalid={bad}")
+            print(f"    {s.name}: {dict(sorted(seen.items()))} invalid={bad}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every scenario (`--repeat` times) on each backend, print the tables and a summary."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="every scenario once (CI)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per scenario without --quick")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--only", action="append", default=[], help="run only this scenario")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres", "both"),
+        default=None,
+        help=f"journal backend(s); default: both when {DSN_VARIABLE} is set, else sqlite",
+    )
+    args = parser.parse_args(argv)
+    repeat = 1 if args.quick else args.repeat
+    chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    backends, skipped = choose_backends(args.backend)
+    print("crash-resume benchmark on: " + ", ".join(f"{b.title} journal" for b in backends))
+    if skipped:
+        print(skipped)
+    outcomes: dict[str, list[Outcome]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="solvi-resume-") as tmp:
+            root = Path(tmp)
+            controls = {
+                b.name: run_controls(b, root, (s.workers for s in chosen)) for b in backends
+            }
+            runs = [(b, s) for s in chosen for _ in range(repeat) for b in backends]
+            with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+                done = list(
+                    pool.map(lambda r: run_scenario(r[1], r[0], root, controls[r[0].name]), runs)
+                )
+    finally:
+        for b in backends:
+            b.drop()
+    for b in backends:
+        outcomes[b.name] = [o for o in done if o.backend == b.name]
+        print_table(b, outcomes[b.name] if repeat == 1 else outcomes[b.name][::repeat])
+    print()
+    for b in backends:
+        summarize(b, outcomes[b.name], chosen, repeat)
+    if skipped:
+        print(skipped)
+    every = [o for b in backends for o in outcomes[b.name]]
+    verdicts = Counter(r.verdict for o in every for r in o.rows)
+    failing = {v: verdicts[v] for v in FAILING if verdicts[v]}
     if failing:
-        print(f"FAIL: {failing}")
+        where = sorted({o.backend for o in every for r in o.rows if r.verdict in FAILING})
+        print(f"FAIL: {failing} (on {', '.join(where)})")
         return 1
-    if invalid:
+    if any(o.invalid for o in every):
         print("FAIL: some arms never reached their premise")
         return 2
-    print("OK: no VIOLATED, LOST-SILENT or GHOST-RUNNING row")
+    print(
+        "OK: no VIOLATED, LOST-SILENT or GHOST-RUNNING row on "
+        + ", ".join(b.title for b in backends)
+    )
     return 0
 
 
