@@ -678,7 +678,8 @@ class PostgresJournal(Journal):
             conn.execute(self._sql(sql), params)
 
     def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        with self._pool.connection() as conn, conn.transaction():
+        # Pipeline mode sends the whole transaction in one round trip.
+        with self._pool.connection() as conn, conn.transaction(), conn.pipeline():
             for sql, params in statements:
                 conn.execute(self._sql(sql), params)
 

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
-import networkx as nx
 
 from solvi.catalog import Part
 from solvi.flow import Flow, FlowNode, QuestionPlan
@@ -194,6 +193,10 @@ class _Planner:
     ) -> dict[str, _Why]:
         """For each fact that cannot be computed, say why: a cycle, or missing inputs."""
         blocked = {f for f in producers if f not in computable}
+        if not blocked:
+            return {}
+        import networkx as nx  # only to report cycles, at planning time, when something is blocked
+
         graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(blocked)
         for f in blocked:
