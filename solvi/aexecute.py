@@ -51,32 +51,46 @@ def _inline_sync(part: Any) -> bool:
     return not part.is_async and not part.blocking and part.timeout is None
 
 
+def _fast(run: Run, node: Node) -> bool:
+    """Whether a node may take the fast path: one plain sync or untimed async
+    producer, nothing missing, no journal, resume or request timeout."""
+    return (node.simple or node.simple_async) and run.plain and not run.causes
+
+
+def _fast_call(run: Run, node: Node) -> Any:
+    """Call a fast-path node's producer; an async one's coroutine is returned unawaited."""
+    vals = run.vals
+    arity = node.arity
+    if arity == ARITY_NONE:
+        return node.func()
+    if arity == ARITY_ONE:
+        return node.func(vals[node.inputs[0]])
+    return node.func(*node.getter(vals))
+
+
+def _fast_done(run: Run, node: Node, start: float, value: Any) -> None:
+    run.attempts.append((node.index, node.first_part, node.fact, start, perf_counter(), "ok", None))
+    run.vals[node.fact] = bool(value) if node.is_check else value
+    run.status[node.index] = OK
+
+
+def _fast_failed(run: Run, node: Node, start: float, exc: Exception) -> None:
+    failure = cause_of(exc, node.first_part, node.fact)
+    run.called(node, 0, start, perf_counter(), None, failure)
+
+
 async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
     """Compute one node: try its producers in order until one succeeds."""
-    if (node.simple or node.simple_async) and run.plain and not run.causes:
-        # The fast path: one plain sync or untimed async producer, nothing missing.
-        vals = run.vals
-        arity = node.arity
-        func = node.func
+    if _fast(run, node):
         start = perf_counter()
         try:
-            if arity == ARITY_NONE:
-                value = func()
-            elif arity == ARITY_ONE:
-                value = func(vals[node.inputs[0]])
-            else:
-                value = func(*node.getter(vals))
+            value = _fast_call(run, node)
             if node.simple_async:
                 value = await value
         except Exception as exc:
-            failure = cause_of(exc, node.first_part, node.fact)
-            run.called(node, 0, start, perf_counter(), None, failure)
+            _fast_failed(run, node, start, exc)
             return
-        run.attempts.append(
-            (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
-        )
-        vals[node.fact] = bool(value) if node.is_check else value
-        run.status[node.index] = OK
+        _fast_done(run, node, start, value)
         return
     cause = run.missing_input(node)
     if cause is not None:
@@ -201,13 +215,30 @@ class _Driver:
     async def _worker(self) -> None:
         ready = self.ready
         slow = self.slow
+        run = self.run
+        nodes = run.program.nodes
         while True:
             if ready:
                 index = ready.popleft()
                 if slow[index]:
                     self.slow_ready -= 1
                 self.running += 1
-                await self._execute(index)
+                node = nodes[index]
+                if self.speculative:
+                    await self._execute(index)
+                elif _fast(run, node):
+                    # Inline, so that a step costs no coroutine of solvi's own.
+                    start = perf_counter()
+                    try:
+                        value = _fast_call(run, node)
+                        if node.simple_async:
+                            value = await value
+                    except Exception as exc:
+                        _fast_failed(run, node, start, exc)
+                    else:
+                        _fast_done(run, node, start, value)
+                else:
+                    await run_node_async(run, node, self.limiter)
                 self.running -= 1
                 self._complete(index)
                 if ready:
