@@ -20,6 +20,7 @@ import abc
 import base64
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -184,7 +185,11 @@ def pack_exact(value: Any) -> str | None:
     returned (a date, a tuple), not its JSON form; None if it cannot be pickled.
 
     Only a journal the operator trusts may be resumed from: unpickling runs code.
+    A string, a whole number, a bool or None comes back exactly from JSON, so it
+    needs no pickle.
     """
+    if value is None or type(value) in (str, int, bool):
+        return None
     try:
         return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode()
     except Exception:  # any object may refuse pickling; the JSON form is kept then
@@ -559,8 +564,9 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            for sql, params in statements:
-                conn.execute(sql, params)
+            # Runs of one statement (the entries) go to SQLite in one call.
+            for sql, group in itertools.groupby(statements, key=lambda s: s[0]):
+                conn.executemany(sql, [params for _, params in group])
         except BaseException:
             conn.execute("ROLLBACK")
             raise
