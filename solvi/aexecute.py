@@ -243,7 +243,7 @@ class _Driver:
                 self._complete(index)
                 if ready:
                     for _ in range(self.slow_ready - 1 - self.idle):
-                        self.tg.start_soon(self._worker)
+                        self.tg.start_soon(self._worker, name="solvi-step")
                     self._wake_idle()
                 continue
             if self.running == 0:
@@ -277,7 +277,7 @@ class _Driver:
         async with anyio.create_task_group() as tg:
             self.tg = tg
             for _ in range(self.slow_ready - 1):
-                tg.start_soon(self._worker)
+                tg.start_soon(self._worker, name="solvi-step")
             await self._worker()
         self.tg = None
 
