@@ -12,8 +12,8 @@ import pytest
 from stores import Backend
 
 from solvi import CostBook, Response, System
+from solvi._store_plans import SCHEMA_VERSION
 from solvi.storage import (
-    SCHEMA_VERSION,
     DuplicateRequestError,
     MissingRecordError,
     PostgresStore,

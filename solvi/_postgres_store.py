@@ -1,0 +1,216 @@
+"""`PostgresStore`: a store in a PostgreSQL database (psycopg 3, imported when opened)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from solvi._store_plans import POSTGRES, Plan, PlanStore, Row, T, drive, migrate_plan
+from solvi.storage import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["PostgresStore"]
+
+
+#: pg_advisory_xact_lock key held while migrating ("solvi" in ASCII).
+_MIGRATE_LOCK = 0x736F6C7669
+
+
+def _where(dsn: str) -> str:
+    """host:port/database of a DSN, without the password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # a DSN libpq cannot parse is reported by connect itself
+        return "(unparsable DSN)"
+    host = parts.get("host") or "localhost"
+    port = parts.get("port") or "5432"
+    return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or '?'}"
+
+
+class PostgresStore(PlanStore):
+    """A store in a PostgreSQL database, shared by processes and machines.
+
+    Sync methods use a `psycopg_pool.ConnectionPool`. The ``a``-prefixed
+    methods use an `AsyncConnectionPool`, opened on the first call on the
+    running asyncio loop; on another loop, or under trio, they run the sync
+    method in a worker thread instead. Appends lock the audit head row
+    (``SELECT ... FOR UPDATE``), so writers on any number of connections
+    extend one chain.
+
+    Tables are created in the connection's default schema; pick another with
+    the DSN (``?options=-csearch_path%3Dmyschema``).
+
+    Args:
+        dsn: a libpq connection string or ``postgresql://`` URL.
+        max_size: at most this many connections per pool.
+        connect_timeout: seconds to wait for the server when opening.
+
+    Raises:
+        StoreError: psycopg is not installed, the server cannot be reached, or
+            the schema is newer than this solvi.
+    """
+
+    _dialect = POSTGRES
+
+    def __init__(self, dsn: str, *, max_size: int = 8, connect_timeout: float = 10.0) -> None:
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as exc:
+            msg = (
+                f"PostgresStore needs psycopg 3 and psycopg-pool ({exc.name} is missing); "
+                f"install them with: pip install 'solvi[postgres]'"
+            )
+            raise StoreError(msg) from exc
+        self.dsn = dsn
+        self._where = _where(dsn)
+        try:
+            with psycopg.connect(
+                dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
+            ) as conn:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+                    self.schema_version = drive(
+                        _sync_execute(conn), migrate_plan(POSTGRES, self._where)
+                    )
+        except psycopg.OperationalError as exc:
+            reason = " ".join(str(exc).split())
+            msg = (
+                f"cannot connect to PostgreSQL store {self._where}: {reason}; check "
+                f"that the server runs and the DSN (host, port, user, database) is right"
+            )
+            raise StoreError(msg) from exc
+        self._pool: psycopg_pool.ConnectionPool[Any] | None = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=True,
+            name="solvi",
+            timeout=connect_timeout * 3,
+        )
+        self._max_size = max_size
+        self._timeout = connect_timeout * 3
+        self._apool: psycopg_pool.AsyncConnectionPool[Any] | None = None
+        self._apool_loop: asyncio.AbstractEventLoop | None = None
+        self._alock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where!r})"
+
+    def _sync_pool(self) -> psycopg_pool.ConnectionPool[Any]:
+        pool = self._pool
+        if pool is None:
+            msg = f"PostgreSQL store {self._where} is closed; open a new one"
+            raise StoreError(msg)
+        return pool
+
+    def _run(self, plan: Plan[T], *, write: bool) -> T:
+        with self._sync_pool().connection() as conn, conn.transaction():
+            return drive(_sync_execute(conn), plan)
+
+    async def _async_pool(self) -> psycopg_pool.AsyncConnectionPool[Any] | None:
+        """The async pool of the running asyncio loop, or None (trio, or another loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._sync_pool()
+        if self._apool is None:
+            from psycopg_pool import AsyncConnectionPool
+
+            with self._alock:
+                if self._apool is not None:
+                    return self._apool if self._apool_loop is loop else None
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self._max_size,
+                    kwargs={"autocommit": True},
+                    open=False,
+                    name="solvi-async",
+                    timeout=self._timeout,
+                )
+                self._apool, self._apool_loop = pool, loop
+            await pool.open()
+        return self._apool if self._apool_loop is loop else None
+
+    async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        pool = await self._async_pool()
+        if pool is None:
+
+            def run() -> T:
+                return self._run(plan, write=write)
+
+            return await anyio.to_thread.run_sync(run)
+        async with pool.connection() as conn, conn.transaction():
+            try:
+                statement = next(plan)
+                while True:
+                    cur = await conn.execute(*statement)
+                    rows = await cur.fetchall() if cur.description is not None else []
+                    statement = plan.send(rows)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+
+    def close(self) -> None:
+        """Close both pools; from the loop that ran async methods, use `aclose` instead.
+
+        Raises:
+            StoreError: called on the event loop that owns the async pool.
+        """
+        apool, loop = self._apool, self._apool_loop
+        if apool is not None and loop is not None and not loop.is_closed():
+            try:
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                msg = (
+                    f"PostgresStore {self._where}: close() cannot close the async pool from "
+                    f"the event loop that uses it; use `await store.aclose()` there"
+                )
+                raise StoreError(msg)
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(apool.close(), loop).result(self._timeout)
+        # A pool whose loop has ended has no tasks left to stop: dropping it is enough.
+        self._apool = self._apool_loop = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    async def aclose(self) -> None:
+        """Close both pools without blocking the event loop."""
+        apool, loop = self._apool, self._apool_loop
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if apool is not None and loop is running:
+            self._apool = self._apool_loop = None
+            await apool.close()
+        await anyio.to_thread.run_sync(self.close)
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _sync_execute(conn: psycopg.Connection[Any]) -> Callable[[str, tuple[Any, ...]], list[Row]]:
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
+        cur = conn.execute(sql, params)
+        return cur.fetchall() if cur.description is not None else []
+
+    return execute

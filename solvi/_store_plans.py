@@ -1,0 +1,468 @@
+"""Shared store machinery: SQL dialects, the schema and its migrations, and plans.
+
+Every operation is written once, as a *plan*: a generator that yields SQL
+statements and receives their rows. Each backend only drives plans inside its
+own transactions, so the two backends cannot drift apart. `PlanStore` turns
+plans into the public operations of a store; `SQLiteStore` and `PostgresStore`
+add only the connections and transactions.
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from solvi.audit import GENESIS, AuditEntry, _chain, _record_text, _response_items
+from solvi.storage import DuplicateRequestError, MissingRecordError, StoreError
+
+__all__ = [
+    "MIGRATIONS",
+    "POSTGRES",
+    "SCHEMA_VERSION",
+    "SQLITE",
+    "Plan",
+    "PlanStore",
+    "Row",
+    "Statement",
+    "T",
+    "drive",
+    "migrate_plan",
+]
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Statement = tuple[str, tuple[Any, ...]]
+#: Yields statements, receives each one's rows, returns the operation's result.
+Plan = Generator[Statement, list[Row], T]
+
+_BATCH = 200
+
+
+# -- SQL dialects and the schema --------------------------------------------------------
+
+
+@attrs.frozen
+class _Dialect:
+    """How the two databases spell what the schema and the plans need."""
+
+    name: str
+    id_column: str
+    time: str
+    blob: str
+    real: str
+    integer: str
+    lock_head: str
+
+    def stamp(self, when: dt.datetime) -> Any:
+        """A UTC time as the database stores it (SQLite: ISO text, sortable)."""
+        when = when.astimezone(dt.UTC)
+        if self.name == "sqlite":
+            return when.isoformat(timespec="microseconds")
+        return when
+
+
+SQLITE = _Dialect(
+    name="sqlite",
+    id_column="INTEGER PRIMARY KEY AUTOINCREMENT",
+    time="TEXT",
+    blob="BLOB",
+    real="REAL",
+    integer="INTEGER",
+    lock_head="",
+)
+POSTGRES = _Dialect(
+    name="postgresql",
+    id_column="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    time="TIMESTAMPTZ",
+    blob="BYTEA",
+    real="DOUBLE PRECISION",
+    integer="BIGINT",
+    lock_head=" FOR UPDATE",
+)
+
+
+def _schema_v1(d: _Dialect) -> list[Statement]:
+    """Responses, the audit log and its head, costs and blobs."""
+    return [
+        (
+            f"CREATE TABLE solvi_responses (id {d.id_column}, request_id TEXT NOT NULL UNIQUE, "
+            f"catalog TEXT NOT NULL, catalog_version TEXT NOT NULL, hash TEXT NOT NULL, "
+            f"created {d.time} NOT NULL, record TEXT NOT NULL)",
+            (),
+        ),
+        ("CREATE INDEX solvi_responses_catalog ON solvi_responses (catalog, id)", ()),
+        ("CREATE INDEX solvi_responses_created ON solvi_responses (created)", ()),
+        (
+            f"CREATE TABLE solvi_audit (seq {d.integer} PRIMARY KEY, kind TEXT NOT NULL, "
+            f"request_id TEXT NOT NULL, payload TEXT NOT NULL, prev_hash TEXT NOT NULL, "
+            f"hash TEXT NOT NULL)",
+            (),
+        ),
+        # One row: the last entry appended. Appenders lock it, so the chain never forks.
+        (
+            f"CREATE TABLE solvi_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            f"seq {d.integer} NOT NULL, hash TEXT NOT NULL)",
+            (),
+        ),
+        ("INSERT INTO solvi_audit_head (id, seq, hash) VALUES (1, 0, %s)", (GENESIS,)),
+        (
+            f"CREATE TABLE solvi_costs (catalog TEXT NOT NULL, part TEXT NOT NULL, "
+            f"samples {d.integer} NOT NULL, mean_ms {d.real} NOT NULL, "
+            f"PRIMARY KEY (catalog, part))",
+            (),
+        ),
+        (
+            f"CREATE TABLE solvi_blobs (catalog TEXT NOT NULL, name TEXT NOT NULL, "
+            f"data {d.blob} NOT NULL, updated {d.time} NOT NULL, PRIMARY KEY (catalog, name))",
+            (),
+        ),
+    ]
+
+
+#: Migration n (1-based) takes a store from schema version n - 1 to n. A new
+#: version is one more function appended here; stores migrate when opened.
+MIGRATIONS: tuple[Callable[[_Dialect], list[Statement]], ...] = (_schema_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate_plan(d: _Dialect, where: str) -> Plan[int]:
+    yield ("CREATE TABLE IF NOT EXISTS solvi_schema_version (version INTEGER NOT NULL)", ())
+    rows = yield ("SELECT version FROM solvi_schema_version", ())
+    if not rows:
+        yield ("INSERT INTO solvi_schema_version (version) VALUES (0)", ())
+    current = int(rows[0][0]) if rows else 0
+    if current > SCHEMA_VERSION:
+        msg = (
+            f"store {where} has schema version {current}, but this solvi knows versions up to "
+            f"{SCHEMA_VERSION}; upgrade solvi to open it"
+        )
+        raise StoreError(msg)
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        # Not `yield from`: the driver sends rows back, which a list iterator rejects.
+        for statement in MIGRATIONS[version - 1](d):  # noqa: UP028
+            yield statement
+        yield ("UPDATE solvi_schema_version SET version = %s", (version,))
+    return SCHEMA_VERSION
+
+
+# -- plans: every operation, once for both backends -------------------------------------
+
+
+def _dump_record(record: Mapping[str, Any], request_id: str) -> str:
+    missing = [k for k in ("catalog", "catalog_version", "hash", "answers") if k not in record]
+    if not isinstance(record, Mapping) or missing:
+        msg = (
+            f"the record for request {request_id!r} lacks {', '.join(missing) or 'everything'}; "
+            f"pass a Response's .record"
+        )
+        raise ValueError(msg)
+    try:
+        # Not sorted: the answers keep the order of the System's questions.
+        return _record_text(record)
+    except (TypeError, ValueError) as exc:
+        msg = f"the record for request {request_id!r} is not JSON data ({exc}); pass .record"
+        raise ValueError(msg) from exc
+
+
+def _check_request_id(request_id: object) -> str:
+    if not isinstance(request_id, str) or not request_id:
+        msg = f"request_id must be a non-empty string, got {request_id!r}"
+        raise ValueError(msg)
+    return request_id
+
+
+def _save_plan(
+    d: _Dialect, record: Mapping[str, Any], request_id: str, text: str, now: dt.datetime
+) -> Plan[None]:
+    head = yield (f"SELECT seq, hash FROM solvi_audit_head WHERE id = 1{d.lock_head}", ())
+    taken = yield ("SELECT 1 FROM solvi_responses WHERE request_id = %s", (request_id,))
+    if taken:
+        msg = (
+            f"a response is already stored under request id {request_id!r}; request ids are "
+            f"unique, so pass a new one"
+        )
+        raise DuplicateRequestError(msg, request_id=request_id)
+    seq, prev = int(head[0][0]), str(head[0][1])
+    entries = _chain(seq, prev, _response_items(record, request_id, now, text))
+    for e in entries:
+        yield (
+            "INSERT INTO solvi_audit (seq, kind, request_id, payload, prev_hash, hash) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (e.seq, e.kind, e.request_id, e.payload, e.prev_hash, e.hash),
+        )
+    last = entries[-1]
+    yield ("UPDATE solvi_audit_head SET seq = %s, hash = %s WHERE id = 1", (last.seq, last.hash))
+    yield (
+        "INSERT INTO solvi_responses (request_id, catalog, catalog_version, hash, created, "
+        "record) VALUES (%s, %s, %s, %s, %s, %s)",
+        (
+            request_id,
+            str(record["catalog"]),
+            str(record["catalog_version"]),
+            str(record["hash"]),
+            d.stamp(now),
+            text,
+        ),
+    )
+
+
+def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
+    rows = yield ("SELECT record FROM solvi_responses WHERE request_id = %s", (request_id,))
+    if not rows:
+        msg = (
+            f"no response is stored under request id {request_id!r}; list the stored ones "
+            f"with iter_records()"
+        )
+        raise MissingRecordError(msg, request_id=request_id)
+    record: dict[str, Any] = json.loads(rows[0][0])
+    return record
+
+
+def _records_plan(
+    d: _Dialect, after: int, since: dt.datetime | None, catalog: str | None
+) -> Plan[list[Row]]:
+    sql = "SELECT id, request_id, record FROM solvi_responses WHERE id > %s"
+    params: list[Any] = [after]
+    if since is not None:
+        sql += " AND created >= %s"
+        params.append(d.stamp(since))
+    if catalog is not None:
+        sql += " AND catalog = %s"
+        params.append(catalog)
+    rows = yield (f"{sql} ORDER BY id LIMIT %s", (*params, _BATCH))
+    return rows
+
+
+def _save_costs_plan(catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> Plan[None]:
+    rows = [(catalog, str(part), int(n), float(mean)) for part, (n, mean) in snapshot.items()]
+    yield ("DELETE FROM solvi_costs WHERE catalog = %s", (catalog,))
+    for row in rows:
+        yield (
+            "INSERT INTO solvi_costs (catalog, part, samples, mean_ms) VALUES (%s, %s, %s, %s)",
+            row,
+        )
+
+
+def _load_costs_plan(catalog: str) -> Plan[dict[str, tuple[int, float]]]:
+    rows = yield (
+        "SELECT part, samples, mean_ms FROM solvi_costs WHERE catalog = %s ORDER BY part",
+        (catalog,),
+    )
+    return {str(p): (int(n), float(m)) for p, n, m in rows}
+
+
+def _save_blob_plan(
+    d: _Dialect, catalog: str, name: str, data: bytes, now: dt.datetime
+) -> Plan[None]:
+    yield (
+        "INSERT INTO solvi_blobs (catalog, name, data, updated) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (catalog, name) DO UPDATE SET data = excluded.data, "
+        "updated = excluded.updated",
+        (catalog, name, bytes(data), d.stamp(now)),
+    )
+
+
+def _load_blob_plan(catalog: str, name: str) -> Plan[bytes | None]:
+    rows = yield (
+        "SELECT data FROM solvi_blobs WHERE catalog = %s AND name = %s",
+        (catalog, name),
+    )
+    return bytes(rows[0][0]) if rows else None
+
+
+def _audit_plan(after: int) -> Plan[list[Row]]:
+    rows = yield (
+        "SELECT seq, kind, request_id, payload, prev_hash, hash FROM solvi_audit "
+        "WHERE seq > %s ORDER BY seq LIMIT %s",
+        (after, _BATCH),
+    )
+    return rows
+
+
+def _head_plan() -> Plan[tuple[int, str]]:
+    rows = yield ("SELECT seq, hash FROM solvi_audit_head WHERE id = 1", ())
+    return int(rows[0][0]), str(rows[0][1])
+
+
+def drive(execute: Callable[[str, tuple[Any, ...]], list[Row]], plan: Plan[T]) -> T:
+    """Run a plan to its end with `execute` (one statement in, its rows out)."""
+    try:
+        statement = next(plan)
+        while True:
+            statement = plan.send(execute(*statement))
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+def _check_blob(catalog: str, name: str, data: object) -> bytes:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        msg = f"blob {name!r} of catalog {catalog!r} must be bytes, got {type(data).__name__}"
+        raise TypeError(msg)
+    return bytes(data)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class PlanStore(abc.ABC):
+    """The public operations of a store, on top of a backend that runs plans."""
+
+    _dialect: _Dialect
+
+    @abc.abstractmethod
+    def _run(self, plan: Plan[T], *, write: bool) -> T:
+        """Run `plan` in one transaction (`write`: one that appends) and return its result."""
+
+    @abc.abstractmethod
+    async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        """`_run` without blocking the event loop."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connections."""
+
+    # -- responses ---------------------------------------------------------------
+
+    def _save(self, record: Mapping[str, Any], request_id: str) -> Plan[None]:
+        request_id = _check_request_id(request_id)
+        text = _dump_record(record, request_id)
+        return _save_plan(self._dialect, record, request_id, text, _now())
+
+    def save_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """Keep a response's record and append its audit entries, in one transaction.
+
+        Appends one ``decision`` entry, then one ``safeguard`` entry per item of
+        ``record["safeguards"]``.
+
+        Args:
+            record: a `Response.record`.
+            request_id: the request's id, unique in the store.
+
+        Raises:
+            DuplicateRequestError: a response is already stored under `request_id`.
+            ValueError: `record` is not a response record, or `request_id` is empty.
+        """
+        self._run(self._save(record, request_id), write=True)
+
+    async def asave_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
+        """`save_response` for async code: the event loop never waits on the database."""
+        await self._arun(self._save(record, request_id), write=True)
+
+    def get_record(self, request_id: str) -> dict[str, Any]:
+        """The record stored under `request_id`, as it was saved.
+
+        Raises:
+            MissingRecordError: nothing is stored under that id (also a `LookupError`).
+        """
+        return self._run(_get_plan(request_id), write=False)
+
+    async def aget_record(self, request_id: str) -> dict[str, Any]:
+        """`get_record` for async code."""
+        return await self._arun(_get_plan(request_id), write=False)
+
+    def iter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(request_id, record) pairs in the order they were stored, read in batches.
+
+        Args:
+            since: only records stored at or after this time (a naive time is UTC).
+            catalog: only records of the catalog with this name.
+        """
+        since = _aware(since)
+        after = 0
+        while True:
+            rows = self._run(_records_plan(self._dialect, after, since, catalog), write=False)
+            for row_id, request_id, text in rows:
+                yield str(request_id), json.loads(text)
+                after = int(row_id)
+            if len(rows) < _BATCH:
+                return
+
+    async def aiter_records(
+        self, *, since: dt.datetime | None = None, catalog: str | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """`iter_records` for async code."""
+        since = _aware(since)
+        after = 0
+        while True:
+            plan = _records_plan(self._dialect, after, since, catalog)
+            rows = await self._arun(plan, write=False)
+            for row_id, request_id, text in rows:
+                yield str(request_id), json.loads(text)
+                after = int(row_id)
+            if len(rows) < _BATCH:
+                return
+
+    # -- costs and blobs -----------------------------------------------------------
+
+    def save_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """Replace the saved cost book of `catalog` with a `CostBook.snapshot()`."""
+        self._run(_save_costs_plan(catalog, snapshot), write=True)
+
+    async def asave_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
+        """`save_costs` for async code."""
+        await self._arun(_save_costs_plan(catalog, snapshot), write=True)
+
+    def load_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """The saved cost book of `catalog`, for `CostBook.restore` (empty when none)."""
+        return self._run(_load_costs_plan(catalog), write=False)
+
+    async def aload_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
+        """`load_costs` for async code."""
+        return await self._arun(_load_costs_plan(catalog), write=False)
+
+    def save_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """Keep `data` under (catalog, name), replacing what was there.
+
+        Raises:
+            TypeError: `data` is not bytes.
+        """
+        blob = _check_blob(catalog, name, data)
+        self._run(_save_blob_plan(self._dialect, catalog, name, blob, _now()), write=True)
+
+    async def asave_blob(self, catalog: str, name: str, data: bytes) -> None:
+        """`save_blob` for async code."""
+        blob = _check_blob(catalog, name, data)
+        await self._arun(_save_blob_plan(self._dialect, catalog, name, blob, _now()), write=True)
+
+    def load_blob(self, catalog: str, name: str) -> bytes | None:
+        """The blob saved under (catalog, name), or None when there is none."""
+        return self._run(_load_blob_plan(catalog, name), write=False)
+
+    async def aload_blob(self, catalog: str, name: str) -> bytes | None:
+        """`load_blob` for async code."""
+        return await self._arun(_load_blob_plan(catalog, name), write=False)
+
+    # -- audit log -------------------------------------------------------------------
+
+    def audit_entries(self) -> Iterator[AuditEntry]:
+        """Every audit entry by sequence number, read in batches."""
+        after = 0
+        while True:
+            rows = self._run(_audit_plan(after), write=False)
+            for seq, kind, request_id, payload, prev_hash, digest in rows:
+                yield AuditEntry(int(seq), kind, request_id, payload, prev_hash, digest)
+                after = int(seq)
+            if len(rows) < _BATCH:
+                return
+
+    def audit_head(self) -> tuple[int, str]:
+        """The sequence number and hash of the last entry appended (0 and `GENESIS` at first)."""
+        return self._run(_head_plan(), write=False)
+
+
+def _aware(when: dt.datetime | None) -> dt.datetime | None:
+    if when is None:
+        return None
+    if not isinstance(when, dt.datetime):
+        msg = f"since must be a datetime, got {type(when).__name__}"
+        raise TypeError(msg)
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
