@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from solvi._store_plans import POSTGRES, Plan, PlanStore, Row, T, drive, migrate_plan
-from solvi.storage import StoreError
+from solvi.errors import StoreError
 
 if TYPE_CHECKING:
     import psycopg

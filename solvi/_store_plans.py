@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import attrs
 
 from solvi.audit import GENESIS, AuditEntry, _chain, _record_text, _response_items
-from solvi.storage import DuplicateRequestError, MissingRecordError, StoreError
+from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
 __all__ = [
     "MIGRATIONS",

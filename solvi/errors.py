@@ -5,7 +5,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["CatalogError", "PlanError", "RecordError", "SolviError"]
+__all__ = [
+    "CatalogError",
+    "DuplicateRequestError",
+    "MissingRecordError",
+    "PlanError",
+    "RecordError",
+    "SolviError",
+    "StoreError",
+]
 
 
 class SolviError(Exception):
@@ -34,6 +42,26 @@ class RecordError(SolviError, TypeError):
     def __init__(self, message: str, *, fact: str | None = None) -> None:
         super().__init__(message)
         self.fact = fact
+
+
+class StoreError(SolviError):
+    """A store cannot be opened or used as asked."""
+
+
+class DuplicateRequestError(StoreError, ValueError):
+    """A response is already stored under this request id."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class MissingRecordError(StoreError, LookupError):
+    """No response is stored under this request id."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
 
 
 def _closest(name: str, known: Iterable[str]) -> str:

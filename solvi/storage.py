@@ -19,8 +19,11 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from solvi._postgres_store import PostgresStore
+from solvi._sqlite_store import SQLiteStore
+from solvi._store_plans import PlanStore
 from solvi.audit import AuditEntry
-from solvi.errors import SolviError
+from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
 __all__ = [
     "DuplicateRequestError",
@@ -36,26 +39,6 @@ _ACCEPTED = (
     "a Store, a file path, 'sqlite:///path/to/file.db', or "
     "'postgresql://user@host:port/database' (also 'postgres://')"
 )
-
-
-class StoreError(SolviError):
-    """A store cannot be opened or used as asked."""
-
-
-class DuplicateRequestError(StoreError, ValueError):
-    """A response is already stored under this request id."""
-
-    def __init__(self, message: str, *, request_id: str) -> None:
-        super().__init__(message)
-        self.request_id = request_id
-
-
-class MissingRecordError(StoreError, LookupError):
-    """No response is stored under this request id."""
-
-    def __init__(self, message: str, *, request_id: str) -> None:
-        super().__init__(message)
-        self.request_id = request_id
 
 
 @runtime_checkable
@@ -120,11 +103,6 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """`close` from async code (on PostgreSQL it also closes the async pool)."""
 
-
-# The backends import the errors above, so they load after them.
-from solvi._postgres_store import PostgresStore  # noqa: E402
-from solvi._sqlite_store import SQLiteStore  # noqa: E402
-from solvi._store_plans import PlanStore  # noqa: E402
 
 # -- opening a store by name ----------------------------------------------------------------
 
