@@ -29,7 +29,7 @@ def _gated_catalog(started: list[str], cancelled: list[str], *, check_delay: flo
     async def credit_report(customer: str) -> int:
         started.append("credit_report")
         try:
-            await anyio.sleep(0.5)
+            await anyio.sleep(3)
         except anyio.get_cancelled_exc_class():
             cancelled.append("credit_report")
             raise
@@ -69,7 +69,7 @@ async def test_speculation_starts_everything_and_cancels_the_unnecessary() -> No
     )
     began = time.perf_counter()
     res = await system.aask({"customer": "c1"}, speculate=True)
-    assert time.perf_counter() - began < 0.4
+    assert time.perf_counter() - began < 1.5  # far below the lookup's 3 s
     assert sorted(started) == ["credit_report", "eligible"]
     assert cancelled == ["credit_report"]
     plain = system.ask({"customer": "c1"})
@@ -139,7 +139,7 @@ async def test_blocking_sync_part_times_out_on_time() -> None:
 
     @cat.fn(blocking=True)
     def screening(name: str) -> bool:
-        time.sleep(0.3)
+        time.sleep(1.5)
         finished.set()
         return True
 
@@ -151,11 +151,11 @@ async def test_blocking_sync_part_times_out_on_time() -> None:
     began = time.perf_counter()
     res = await system.aask({"name": "n"}, timeout=0.05)
     elapsed = time.perf_counter() - began
-    assert elapsed < 0.25
+    assert elapsed < 1.0  # the 0.05 s timeout, not the part's 1.5 s
     assert res["clear"].status == "abstained"
     assert res["clear"].guard == "timeout"
     assert not finished.is_set()
-    assert finished.wait(2)
+    assert finished.wait(5)
 
 
 @pytest.mark.asyncio
