@@ -241,7 +241,8 @@ class _Driver:
                     await run_node_async(run, node, self.limiter)
                 self.running -= 1
                 self._complete(index)
-                if ready:
+                if self.slow_ready > 1:
+                    # This worker takes the next ready node; others run the rest.
                     for _ in range(self.slow_ready - 1 - self.idle):
                         self.tg.start_soon(self._worker, name="solvi-step")
                     self._wake_idle()
