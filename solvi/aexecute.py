@@ -171,6 +171,13 @@ class _Driver:
         self.wake = anyio.Event()
         self.tg: Any = None
 
+    def _is_slow(self, index: int) -> bool:
+        """Whether a node may overlap with others (worked out once per drive, when needed)."""
+        slow = self.slow.get(index)
+        if slow is None:
+            slow = self.slow[index] = not _is_fast(self.run.program.nodes[index], self.costs)
+        return slow
+
     def _cancel_unneeded(self) -> None:
         run = self.run
         nodes = run.program.nodes
@@ -188,7 +195,7 @@ class _Driver:
                 waiting[d] -= 1
                 if waiting[d] == 0:
                     self.ready.append(d)
-                    if self.slow[d]:
+                    if self._is_slow(d):
                         self.slow_ready += 1
         if self.speculative and nodes[index].is_hard_check:
             run.settle()
@@ -220,7 +227,7 @@ class _Driver:
         while True:
             if ready:
                 index = ready.popleft()
-                if slow[index]:
+                if slow[index]:  # known: `_is_slow` ran when it became ready
                     self.slow_ready -= 1
                 self.running += 1
                 node = nodes[index]
@@ -268,11 +275,16 @@ class _Driver:
                 todo.append(index)
         if not todo:
             return
-        members = set(todo)
-        self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
-        self.slow = {i: not _is_fast(nodes[i], self.costs) for i in todo}
+        phases = run.program.phases
+        if len(todo) == len(indices) and indices in phases:
+            # The whole phase runs: its dependency counts were computed at compile time.
+            self.waiting = dict(run.program.phase_waiting[phases.index(indices)])
+        else:
+            members = set(todo)
+            self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+        self.slow = {}
         self.ready = deque(i for i in todo if self.waiting[i] == 0)
-        self.slow_ready = sum(1 for i in self.ready if self.slow[i])
+        self.slow_ready = sum(1 for i in self.ready if self._is_slow(i))
         self.running = 0
         self.idle = 0
         async with anyio.create_task_group() as tg:

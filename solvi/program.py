@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -87,6 +89,8 @@ class Program:
     flow: Flow
     nodes: tuple[Node, ...]
     phases: tuple[tuple[int, ...], tuple[int, ...]]
+    #: per phase, how many nodes of the same phase each node waits for
+    phase_waiting: tuple[Mapping[int, int], Mapping[int, int]]
     questions: tuple[QuestionSlot, ...]
     all_questions_mask: int
     has_async: bool
@@ -156,10 +160,15 @@ def compile_flow(flow: Flow) -> Program:
         )
     phase0 = tuple(n.index for n in nodes if n.phase == 0)
     phase1 = tuple(n.index for n in nodes if n.phase == 1)
+    waiting = tuple(
+        MappingProxyType({i: sum(1 for d in nodes[i].deps if nodes[d].phase == p) for i in phase})
+        for p, phase in enumerate((phase0, phase1))
+    )
     return Program(
         flow=flow,
         nodes=tuple(nodes),
         phases=(phase0, phase1),
+        phase_waiting=(waiting[0], waiting[1]),
         questions=tuple(slots),
         all_questions_mask=(1 << len(slots)) - 1,
         has_async=any(n.has_async for n in nodes),
