@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from solvi.audit import AuditReport, verify
+from solvi.batch import Failed, aask_many, ask_many
 from solvi.catalog import Catalog, Part
+from solvi.compose import Cascade, Composite, Route, Vote
 from solvi.costs import CostBook, MeasuredCosts, PartCost
-from solvi.errors import CatalogError, PlanError, RecordError, SolviError
+from solvi.errors import CatalogError, PlanError, RecordError, RouteError, SolviError
 from solvi.flow import Flow
 from solvi.journal import PostgresJournal, SQLiteJournal
 from solvi.order import FastHead, OrderModel
@@ -22,11 +24,14 @@ __all__ = [
     "UNSET",
     "Answer",
     "AuditReport",
+    "Cascade",
     "Catalog",
     "CatalogError",
+    "Composite",
     "CostBook",
     "CostStrategist",
     "DeterministicStrategist",
+    "Failed",
     "FastHead",
     "Flow",
     "MeasuredCosts",
@@ -42,6 +47,8 @@ __all__ = [
     "ReplayResult",
     "Response",
     "ResumeRefused",
+    "Route",
+    "RouteError",
     "SQLiteJournal",
     "SQLiteStore",
     "Safeguard",
@@ -51,7 +58,10 @@ __all__ = [
     "Strategist",
     "System",
     "Trace",
+    "Vote",
+    "aask_many",
     "asgi",
+    "ask_many",
     "open_store",
     "replay",
     "verify",

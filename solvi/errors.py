@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "CatalogError",
@@ -11,6 +12,7 @@ __all__ = [
     "MissingRecordError",
     "PlanError",
     "RecordError",
+    "RouteError",
     "SolviError",
     "StoreError",
 ]
@@ -62,6 +64,22 @@ class MissingRecordError(StoreError, LookupError):
     def __init__(self, message: str, *, request_id: str) -> None:
         super().__init__(message)
         self.request_id = request_id
+
+
+class RouteError(SolviError, LookupError):
+    """A `Route` cannot pick a system for a request: its key is missing, or its value unknown.
+
+    Attributes:
+        key: the state key the Route reads.
+        value: the value the request brought (None when the key is missing).
+        known: the values the Route has a system for.
+    """
+
+    def __init__(self, message: str, *, key: str, value: Any, known: tuple[Any, ...]) -> None:
+        super().__init__(message)
+        self.key = key
+        self.value = value
+        self.known = known
 
 
 def _closest(name: str, known: Iterable[str]) -> str:

@@ -10,18 +10,20 @@ from typing import Any
 import anyio
 import pytest
 
-from solvi import Catalog, Question, System
-from solvi.compose import (
-    Askable,
+from solvi import (
     Cascade,
+    Catalog,
     Composite,
     Failed,
+    Question,
     Route,
     RouteError,
+    System,
     Vote,
     aask_many,
     ask_many,
 )
+from solvi.compose import Askable
 from solvi.record import record_hash
 from solvi.response import Response
 
