@@ -21,7 +21,7 @@ import attrs
 from solvi.errors import RouteError
 from solvi.question import Question
 from solvi.record import canonical_json, record_hash, to_record_value
-from solvi.response import Answer
+from solvi.response import Answer, answer_of
 
 __all__ = [
     "COMPOSITE_FORMAT",
@@ -105,12 +105,7 @@ class Composite:
         return f"<Composite {self.kind} {self.name}: {summary}>"
 
     def __getitem__(self, question: str) -> Answer:
-        try:
-            return self.answers[question]
-        except KeyError:
-            known = ", ".join(self.answers) or "none"
-            msg = f"no question {question!r} in this result (questions: {known})"
-            raise KeyError(msg) from None
+        return answer_of(self.answers, question, "result")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.answers)

@@ -27,7 +27,16 @@ from solvi.schedule import (
     Run,
 )
 
-__all__ = ["RECORD_FORMAT", "Answer", "Response", "Safeguard", "Step", "Trace", "render"]
+__all__ = [
+    "RECORD_FORMAT",
+    "Answer",
+    "Response",
+    "Safeguard",
+    "Step",
+    "Trace",
+    "answer_of",
+    "render",
+]
 
 Status = Literal["decided", "forced", "abstained"]
 RECORD_FORMAT = "solvi.record/1"
@@ -120,12 +129,7 @@ class Response:
     # -- answers -----------------------------------------------------------
 
     def __getitem__(self, question: str) -> Answer:
-        try:
-            return self.answers[question]
-        except KeyError:
-            known = ", ".join(self.answers) or "none"
-            msg = f"no question {question!r} in this response (questions: {known})"
-            raise KeyError(msg) from None
+        return answer_of(self.answers, question, "response")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.answers)
@@ -381,6 +385,16 @@ class Response:
                 that is the same on every run).
         """
         return render(self.record, timings=timings)
+
+
+def answer_of(answers: Mapping[str, Answer], question: str, what: str) -> Answer:
+    """`answers[question]`, or a KeyError that lists the questions there are."""
+    try:
+        return answers[question]
+    except KeyError:
+        known = ", ".join(answers) or "none"
+        msg = f"no question {question!r} in this {what} (questions: {known})"
+        raise KeyError(msg) from None
 
 
 def _cause_text(cause: Cause) -> str:
