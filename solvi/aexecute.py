@@ -2,12 +2,14 @@
 
 Steps start as soon as the steps they read are done. Plain sync parts run
 inline; async parts are awaited, directly when nothing else could overlap with
-them or when they have proved fast, otherwise as tasks of one task group;
-`blocking=True` parts (and sync parts with a `timeout=`) run in worker threads.
+them or when they have proved fast, otherwise on a few worker tasks of the
+request; `blocking=True` parts (and sync parts with a `timeout=`) run in worker
+threads.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from time import perf_counter
 from typing import Any
@@ -54,7 +56,7 @@ def _inline_sync(part: Any) -> bool:
 def _fast(run: Run, node: Node) -> bool:
     """Whether a node may take the fast path: one plain sync or untimed async
     producer, nothing missing, no journal, resume or request timeout."""
-    return (node.simple or node.simple_async) and run.plain and not run.causes
+    return node.fast_path and run.plain and not run.causes
 
 
 def _fast_call(run: Run, node: Node) -> Any:
@@ -131,34 +133,40 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
             return
 
 
-def _is_fast(node: Node, costs: CostBook) -> bool:
-    """Whether a node cannot usefully overlap with others: all plain sync, or proven fast."""
-    for part in node.parts:
-        if _inline_sync(part):
-            continue
-        if not part.is_async or part.timeout is not None:
-            return False
-        mean = costs.mean(part.name)
-        if mean is None or mean >= INLINE_BELOW_MS:
-            return False
-    return True
+def _is_slow(node: Node, costs: CostBook) -> bool:
+    """Whether a node may usefully overlap with others: not all plain sync, nor proven fast."""
+    parts = node.inline_unless_slow
+    return parts is None or (bool(parts) and not costs.all_below(parts, INLINE_BELOW_MS))
 
 
 class _Driver:
     """Runs a set of nodes of one request, each as soon as its inputs are ready.
 
     Work is done by a few worker tasks rather than a task per node: the
-    request's own coroutine is the first worker, and another is started only
-    when more slow nodes are ready than workers are idle. A worker that
-    finishes a node completes it itself (releasing its dependents) and takes
-    the next ready node, so a chain never leaves its task.
+    request's own coroutine is the first worker, and another starts only when
+    more slow nodes are ready than workers are parked. A worker that finishes
+    a node completes it itself (releasing its dependents) and takes the next
+    ready node, so a chain never leaves its task. A worker with nothing to do
+    parks, and is woken only for a node to run; it ends instead when the
+    nodes not yet started are no more than the workers still busy, since
+    those take them as they finish.
+
+    On asyncio the workers are plain tasks, each in a cancel scope of its own
+    (`_crew_asyncio`): starting and joining them costs about two thirds of what
+    an anyio task group's bookkeeping does, with the same guarantees. On other
+    backends they run in an anyio task group.
     """
 
-    def __init__(self, run: Run, limiter: Any, costs: CostBook, *, speculative: bool) -> None:
+    def __init__(
+        self, run: Run, limiter: Any, costs: CostBook, *, speculative: bool, loop: object
+    ) -> None:
         self.run = run
         self.limiter = limiter
         self.costs = costs
         self.speculative = speculative
+        #: the asyncio loop, or None on another backend
+        self.loop = loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+        #: speculation: the cancel scope of each phase-1 node being computed
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.ready: deque[int] = deque()
         self.waiting: dict[int, int] = {}
@@ -166,17 +174,22 @@ class _Driver:
         self.slow: dict[int, bool] = {}
         #: how many of the ready nodes are slow (they decide how many workers run)
         self.slow_ready = 0
+        #: nodes of the current drive not yet taken by a worker
+        self.unstarted = 0
         self.running = 0
-        self.idle = 0
-        self.wake = anyio.Event()
+        #: one future (asyncio) or event per parked worker, set to wake it
+        self.parked: list[Any] = []
+        #: workers woken but not yet running again
+        self.waking = 0
         self.tg: Any = None
-
-    def _is_slow(self, index: int) -> bool:
-        """Whether a node may overlap with others (worked out once per drive, when needed)."""
-        slow = self.slow.get(index)
-        if slow is None:
-            slow = self.slow[index] = not _is_fast(self.run.program.nodes[index], self.costs)
-        return slow
+        # The asyncio crew: its tasks, their scopes, and how the drive ends.
+        self.tasks: list[asyncio.Task[None]] = []
+        self.children = 0
+        self.child_scopes: set[anyio.CancelScope] = set()
+        self.host_scope: anyio.CancelScope | None = None
+        self.all_done: asyncio.Future[None] | None = None
+        self.failure: BaseException | None = None
+        self.stopping = False
 
     def _cancel_unneeded(self) -> None:
         run = self.run
@@ -192,10 +205,12 @@ class _Driver:
         waiting = self.waiting
         for d in nodes[index].dependents:
             if d in waiting:
-                waiting[d] -= 1
-                if waiting[d] == 0:
+                left = waiting[d] - 1
+                waiting[d] = left
+                if left == 0:
                     self.ready.append(d)
-                    if self._is_slow(d):
+                    slow = self.slow[d] = _is_slow(nodes[d], self.costs)
+                    if slow:
                         self.slow_ready += 1
         if self.speculative and nodes[index].is_hard_check:
             run.settle()
@@ -214,26 +229,25 @@ class _Driver:
             return
         await run_node_async(run, node, self.limiter)
 
-    def _wake_idle(self) -> None:
-        if self.idle:
-            self.wake.set()
-            self.wake = anyio.Event()
+    # -- workers -------------------------------------------------------------
 
     async def _worker(self) -> None:
         ready = self.ready
         slow = self.slow
         run = self.run
         nodes = run.program.nodes
-        while True:
+        plain = run.plain and not self.speculative
+        while not self.stopping:
             if ready:
                 index = ready.popleft()
-                if slow[index]:  # known: `_is_slow` ran when it became ready
+                self.unstarted -= 1
+                if slow[index]:  # known: worked out when it became ready
                     self.slow_ready -= 1
                 self.running += 1
                 node = nodes[index]
                 if self.speculative:
                     await self._execute(index)
-                elif _fast(run, node):
+                elif plain and node.fast_path and not run.causes:
                     # Inline, so that a step costs no coroutine of solvi's own.
                     start = perf_counter()
                     try:
@@ -248,49 +262,175 @@ class _Driver:
                     await run_node_async(run, node, self.limiter)
                 self.running -= 1
                 self._complete(index)
-                if self.slow_ready > 1:
+                if self.slow_ready > 1 + self.waking:
                     # This worker takes the next ready node; others run the rest.
-                    for _ in range(self.slow_ready - 1 - self.idle):
-                        self.tg.start_soon(self._worker, name="solvi-step")
-                    self._wake_idle()
+                    self._add_workers(self.slow_ready - 1 - self.waking)
                 continue
             if self.running == 0:
-                self._wake_idle()  # nothing can become ready any more: let the others end
+                self._wake(len(self.parked))  # nothing can become ready any more
                 return
-            self.idle += 1
-            await self.wake.wait()
-            self.idle -= 1
+            if self.unstarted <= self.running:
+                return  # the busy workers take what is left as they finish
+            await self._park()
 
-    async def drive(self, indices: tuple[int, ...], filter_wanted: bool) -> None:
-        run = self.run
-        nodes = run.program.nodes
-        todo: list[int] = []
-        for index in indices:
-            node = nodes[index]
-            if run.status[index] != PENDING:
-                continue  # settled before a resume
-            if filter_wanted and not node.qmask & run.open_mask:
-                run.skip_unneeded(node)
+    def _add_workers(self, wanted: int) -> None:
+        woken = min(wanted, len(self.parked))
+        self._wake(woken)
+        for _ in range(wanted - woken):
+            self._spawn()
+
+    def _wake(self, count: int) -> None:
+        parked = self.parked
+        for _ in range(count):
+            waker = parked.pop()
+            if self.loop is None:
+                waker.set()
+            elif not waker.done():
+                waker.set_result(None)
             else:
-                todo.append(index)
-        if not todo:
+                continue  # its worker was cancelled
+            self.waking += 1
+
+    async def _park(self) -> None:
+        if self.loop is not None:
+            future = self.loop.create_future()
+            self.parked.append(future)
+            try:
+                await future
+            finally:
+                if future.done() and not future.cancelled():
+                    self.waking -= 1
             return
-        phases = run.program.phases
-        if len(todo) == len(indices) and indices in phases:
-            # The whole phase runs: its dependency counts were computed at compile time.
-            self.waiting = dict(run.program.phase_waiting[phases.index(indices)])
+        event = anyio.Event()
+        self.parked.append(event)
+        try:
+            await event.wait()
+        finally:
+            if event.is_set():
+                self.waking -= 1
+
+    def _spawn(self) -> None:
+        if self.loop is None:
+            self.tg.start_soon(self._worker, name="solvi-step")
+            return
+        self.children += 1
+        self.tasks.append(self.loop.create_task(self._child(), name="solvi-step"))
+
+    async def _child(self) -> None:
+        """One extra worker on asyncio; whatever it raises stops the drive and is re-raised."""
+        scope = anyio.CancelScope()
+        try:
+            with scope:
+                if self.stopping:
+                    return
+                self.child_scopes.add(scope)
+                await self._worker()
+        except BaseException as exc:  # handed to the host, which raises it
+            if self.failure is None:
+                self.failure = exc
+            self._stop()
+        finally:
+            self.child_scopes.discard(scope)
+            self.children -= 1
+            if self.children == 0 and self.all_done is not None and not self.all_done.done():
+                self.all_done.set_result(None)
+
+    def _stop(self) -> None:
+        """Cancel every worker of the drive (children and the host's own) and wake the parked."""
+        self.stopping = True
+        for scope in list(self.child_scopes):
+            scope.cancel()
+        if self.host_scope is not None:
+            self.host_scope.cancel()
+        self._wake(len(self.parked))
+
+    async def _crew_asyncio(self, extra: int) -> None:
+        """Run the drive's workers as plain asyncio tasks, with a task group's guarantees.
+
+        When this returns or raises, no worker runs. Cancelling the host
+        cancels every worker and waits for them before the cancellation goes
+        on. An exception escaping a worker (a part's failure never does: it is
+        recorded) cancels the others and is raised here. Workers are cancelled
+        through cancel scopes, so shielded work, such as waiting for a part's
+        thread to finish, is respected.
+        """
+        loop = self.loop
+        assert loop is not None
+        self.stopping = False
+        self.failure = None
+        self.all_done = None
+        self.tasks = []
+        for _ in range(extra):
+            self._spawn()
+        try:
+            with anyio.CancelScope() as self.host_scope:
+                await self._worker()
+            self.host_scope = None
+            if self.children:
+                self.all_done = loop.create_future()
+                await self.all_done
+        except BaseException:
+            self.host_scope = None
+            self._stop()
+            with anyio.CancelScope(shield=True):
+                while self.children:
+                    self.all_done = loop.create_future()
+                    try:
+                        await self.all_done
+                    except asyncio.CancelledError:  # a native cancel: still wait
+                        continue
+            raise
+        finally:
+            self.tasks = []
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+
+    async def drive(self, indices: tuple[int, ...], filter_wanted: bool, phase: int | None) -> None:
+        """Run `indices` (a whole `phase` of the program when given) to the end."""
+        run = self.run
+        program = run.program
+        if phase is not None and run.plain and not filter_wanted:
+            # A fresh request running a whole phase: everything was worked out at compile time.
+            if not indices:
+                return
+            self.waiting = program.phase_waiting[phase].copy()
+            ready: tuple[int, ...] | list[int] = program.phase_ready[phase]
+            self.unstarted = len(indices)
         else:
-            members = set(todo)
-            self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
-        self.slow = {}
-        self.ready = deque(i for i in todo if self.waiting[i] == 0)
-        self.slow_ready = sum(1 for i in self.ready if self._is_slow(i))
+            nodes = program.nodes
+            todo: list[int] = []
+            for index in indices:
+                node = nodes[index]
+                if run.status[index] != PENDING:
+                    continue  # settled before a resume
+                if filter_wanted and not node.qmask & run.open_mask:
+                    run.skip_unneeded(node)
+                else:
+                    todo.append(index)
+            if not todo:
+                return
+            if phase is not None and len(todo) == len(indices):
+                self.waiting = program.phase_waiting[phase].copy()
+            else:
+                members = set(todo)
+                self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+            ready = [i for i in todo if self.waiting[i] == 0]
+            self.unstarted = len(todo)
+        nodes = program.nodes
+        self.slow = slow = {i: _is_slow(nodes[i], self.costs) for i in ready}
+        self.ready = deque(ready)
+        self.slow_ready = sum(slow.values())
         self.running = 0
-        self.idle = 0
+        self.parked = []
+        self.waking = 0
+        if self.loop is not None:
+            await self._crew_asyncio(self.slow_ready - 1)
+            return
         async with anyio.create_task_group() as tg:
             self.tg = tg
             for _ in range(self.slow_ready - 1):
-                tg.start_soon(self._worker, name="solvi-step")
+                self._spawn()
             await self._worker()
         self.tg = None
 
@@ -301,31 +441,32 @@ async def run_async(
     costs: CostBook,
     *,
     speculate: bool,
+    loop: object = None,
     order: Any = None,
     cost_of: Any = None,
     by_declaration: bool = False,
 ) -> None:
-    """Run a request's flow on the current event loop."""
+    """Run a request's flow on the running event loop (`loop`, as `current_loop` gives it)."""
     program = run.program
     phase0, phase1 = program.phases
     if order is not None and run.early_exit:
-        driver = _Driver(run, limiter, costs, speculative=False)
+        driver = _Driver(run, limiter, costs, speculative=False, loop=loop)
         for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
-            await driver.drive(batch, False)
-        await driver.drive(rest_after_learned(run), True)
+            await driver.drive(batch, False, None)
+        await driver.drive(rest_after_learned(run), True, None)
         return
     if speculate:
-        driver = _Driver(run, limiter, costs, speculative=True)
-        await driver.drive(phase0 + phase1, False)
+        driver = _Driver(run, limiter, costs, speculative=True, loop=loop)
+        await driver.drive(phase0 + phase1, False, None)
         run.settle()
         if run.early_exit:
             run.drop_unneeded()
         return
-    driver = _Driver(run, limiter, costs, speculative=False)
-    await driver.drive(phase0, False)
+    driver = _Driver(run, limiter, costs, speculative=False, loop=loop)
+    await driver.drive(phase0, False, 0)
     if run.early_exit:
         run.settle()
-        await driver.drive(phase1, run.open_mask != program.all_questions_mask)
+        await driver.drive(phase1, run.open_mask != program.all_questions_mask, 1)
     else:
-        await driver.drive(phase1, False)
+        await driver.drive(phase1, False, 1)
         run.settle()

@@ -60,6 +60,15 @@ class CostBook(Mapping[str, PartCost]):
         entry = self._stats.get(part)
         return default if entry is None else entry[1]
 
+    def all_below(self, parts: tuple[str, ...], ms: float) -> bool:
+        """Whether every one of `parts` has run and its mean is below `ms`."""
+        stats = self._stats
+        for part in parts:
+            entry = stats.get(part)
+            if entry is None or entry[1] >= ms:
+                return False
+        return True
+
     def observe(self, samples: Iterable[tuple[str, float]]) -> None:
         """Fold in (part, seconds) samples."""
         alpha = self.alpha

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
@@ -58,6 +57,12 @@ class Node:
     simple_async: bool
     has_async: bool
     func: Any
+    #: simple or simple_async: the node may take a driver's fast path
+    fast_path: bool
+    #: the async producers whose measured times decide whether `aask` may await
+    #: the node inline (none: it always may); None when a producer always runs
+    #: apart from the others (it blocks a thread or has a timeout of its own)
+    inline_unless_slow: tuple[str, ...] | None
     #: the name of the first producer (the only one, on the fast path)
     first_part: str
     arity: int
@@ -90,7 +95,9 @@ class Program:
     nodes: tuple[Node, ...]
     phases: tuple[tuple[int, ...], tuple[int, ...]]
     #: per phase, how many nodes of the same phase each node waits for
-    phase_waiting: tuple[Mapping[int, int], Mapping[int, int]]
+    phase_waiting: tuple[MappingProxyType[int, int], MappingProxyType[int, int]]
+    #: per phase, the nodes that wait for no other node of the phase
+    phase_ready: tuple[tuple[int, ...], tuple[int, ...]]
     questions: tuple[QuestionSlot, ...]
     all_questions_mask: int
     has_async: bool
@@ -113,6 +120,9 @@ def compile_flow(flow: Flow) -> Program:
         inputs = only.inputs if only is not None else n.inputs
         arity = ARITY_NONE if not inputs else ARITY_ONE if len(inputs) == 1 else ARITY_MANY
         getter = itemgetter(*inputs) if arity == ARITY_MANY else None
+        simple_async = only is not None and only.is_async and only.timeout is None
+        apart = any(p.blocking or p.timeout is not None for p in n.parts)
+        measured = None if apart else tuple(p.name for p in n.parts if p.is_async)
         nodes.append(
             Node(
                 index=n.index,
@@ -127,9 +137,11 @@ def compile_flow(flow: Flow) -> Program:
                 is_check=any(p.kind == "check" for p in n.parts),
                 is_hard_check=n.is_hard_check,
                 simple=simple,
-                simple_async=(only is not None and only.is_async and only.timeout is None),
+                simple_async=simple_async,
                 has_async=any(p.is_async for p in n.parts),
                 func=only.func if only is not None else None,
+                fast_path=simple or simple_async,
+                inline_unless_slow=measured,
                 first_part=n.parts[0].name,
                 arity=arity,
                 getter=getter,
@@ -164,11 +176,13 @@ def compile_flow(flow: Flow) -> Program:
         MappingProxyType({i: sum(1 for d in nodes[i].deps if nodes[d].phase == p) for i in phase})
         for p, phase in enumerate((phase0, phase1))
     )
+    ready = tuple(tuple(i for i, n in w.items() if n == 0) for w in waiting)
     return Program(
         flow=flow,
         nodes=tuple(nodes),
         phases=(phase0, phase1),
         phase_waiting=(waiting[0], waiting[1]),
+        phase_ready=(ready[0], ready[1]),
         questions=tuple(slots),
         all_questions_mask=(1 << len(slots)) - 1,
         has_async=any(n.has_async for n in nodes),

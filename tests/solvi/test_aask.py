@@ -283,3 +283,117 @@ def test_blocking_parts_work_after_a_change_of_event_loop_backend() -> None:
     first = anyio.run(system.aask, {"x": 1})
     second = anyio.run(system.aask, {"x": 1}, backend="trio")
     assert first["positive"].status == second["positive"].status == "decided"
+
+
+def _solvi_tasks() -> list[str]:
+    import asyncio
+
+    return [t.get_name() for t in asyncio.all_tasks() if t.get_name() == "solvi-step"]
+
+
+@pytest.mark.asyncio
+async def test_cancelling_aask_waits_for_threads_it_cannot_abandon() -> None:
+    """A `blocking=True` part without a timeout is waited for, not abandoned, on cancel.
+
+    Two of them run at once, so at least one runs on an extra worker: cancelling
+    the request must reach it through a cancel scope that respects the shield
+    around its thread, and return only when both threads have finished (whether
+    the cancellation or the answer comes out depends on which thread ends last).
+    """
+    cat = Catalog("threads")
+    finished: list[str] = []
+
+    def slow(name: str) -> Any:
+        def part(x: int) -> int:
+            time.sleep(0.3)
+            finished.append(name)
+            return x
+
+        part.__name__ = name
+        return part
+
+    for name in ("a", "b"):
+        cat.fn(blocking=True)(slow(name))
+
+    @cat.rule
+    def answer(a: int, b: int) -> int:
+        return a + b
+
+    system = System(cat)
+    start = time.perf_counter()
+    with anyio.move_on_after(0.05):
+        await system.aask({"x": 1})
+    assert sorted(finished) == ["a", "b"]  # no thread left running behind the request
+    assert time.perf_counter() - start >= 0.25
+    assert _solvi_tasks() == []
+
+
+class _Crash(BaseException):
+    """Not an Exception: a part raising it is not a recorded failure but a crash."""
+
+
+@pytest.mark.asyncio
+async def test_a_crashing_worker_cancels_the_others_and_the_crash_is_raised() -> None:
+    """Something escaping a worker (never a part's Exception) stops the whole request."""
+    cat = Catalog("crash")
+    cancelled: list[str] = []
+
+    def sleeper(name: str) -> Any:
+        async def part(x: int) -> int:
+            try:
+                await anyio.sleep(5)
+            except anyio.get_cancelled_exc_class():
+                cancelled.append(name)
+                raise
+            return x
+
+        part.__name__ = name
+        return part
+
+    cat.fn(sleeper("first"))  # the request's own worker takes this one
+
+    @cat.fn
+    async def crashes(x: int) -> int:
+        await anyio.sleep(0.01)
+        raise _Crash
+
+    cat.fn(sleeper("third"))
+
+    @cat.rule
+    def answer(first: int, crashes: int, third: int) -> int:
+        return first + crashes + third
+
+    system = System(cat)
+    start = time.perf_counter()
+    with pytest.raises(_Crash):
+        await system.aask({"x": 1})
+    assert time.perf_counter() - start < 2
+    assert sorted(cancelled) == ["first", "third"]
+    assert _solvi_tasks() == []
+
+
+@pytest.mark.asyncio
+async def test_no_worker_outlives_its_request() -> None:
+    """Extra workers end with the request, including the ones that ended early."""
+    cat = Catalog("wide")
+
+    def adds(i: int) -> Any:
+        async def part(x: int) -> int:
+            await anyio.sleep(0.001)
+            return x + i
+
+        part.__name__ = f"p{i}"
+        return part
+
+    for i in range(6):
+        cat.fn(adds(i))
+
+    @cat.rule
+    def total(p0: int, p1: int, p2: int, p3: int, p4: int, p5: int) -> int:
+        return p0 + p1 + p2 + p3 + p4 + p5
+
+    system = System(cat)
+    for _ in range(3):
+        res = await system.aask({"x": 1})
+        assert res["total"].value == 21
+        assert _solvi_tasks() == []
