@@ -18,8 +18,8 @@ import anyio
 
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
-from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
-from solvi.schedule import OK, PENDING, Cause, Run, learned_batches, rest_after_learned
+from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
+from solvi.schedule import OK, Cause, Run, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 
@@ -398,23 +398,13 @@ class _Driver:
             ready: tuple[int, ...] | list[int] = program.phase_ready[phase]
             self.unstarted = len(indices)
         else:
-            nodes = program.nodes
-            todo: list[int] = []
-            for index in indices:
-                node = nodes[index]
-                if run.status[index] != PENDING:
-                    continue  # settled before a resume
-                if filter_wanted and not node.qmask & run.open_mask:
-                    run.skip_unneeded(node)
-                else:
-                    todo.append(index)
+            todo = run.still_to_run(indices, filter_wanted)
             if not todo:
                 return
             if phase is not None and len(todo) == len(indices):
                 self.waiting = program.phase_waiting[phase].copy()
             else:
-                members = set(todo)
-                self.waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+                self.waiting = waiting_counts(program.nodes, todo)
             ready = [i for i in todo if self.waiting[i] == 0]
             self.unstarted = len(todo)
         nodes = program.nodes

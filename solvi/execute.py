@@ -8,7 +8,7 @@ from time import perf_counter
 from typing import Any
 
 from solvi.calls import call_sync, cause_of
-from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout
+from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
 from solvi.schedule import (
     OK,
     PENDING,
@@ -122,17 +122,10 @@ def run_sequential(
 def _phase_threaded(run: Run, phase: tuple[int, ...], filter_wanted: bool, pool: Executor) -> None:
     """Run one phase on a pool: each node starts as soon as the nodes it reads are done."""
     nodes = run.program.nodes
-    todo: list[int] = []
-    for index in phase:
-        node = nodes[index]
-        if filter_wanted and not node.qmask & run.open_mask:
-            run.skip_unneeded(node)
-        else:
-            todo.append(index)
+    todo = run.still_to_run(phase, filter_wanted)
     if not todo:
         return
-    members = set(todo)
-    waiting = {i: sum(1 for d in nodes[i].deps if d in members) for i in todo}
+    waiting = waiting_counts(nodes, todo)
     done: queue.SimpleQueue[tuple[int, BaseException | None]] = queue.SimpleQueue()
 
     def work(index: int) -> None:

@@ -12,7 +12,14 @@ from solvi.catalog import Part
 from solvi.flow import Flow
 from solvi.question import UNSET
 
-__all__ = ["Node", "Program", "QuestionSlot", "compile_flow", "effective_timeout"]
+__all__ = [
+    "Node",
+    "Program",
+    "QuestionSlot",
+    "compile_flow",
+    "effective_timeout",
+    "waiting_counts",
+]
 
 
 def effective_timeout(part: Part, request_timeout: float | None) -> float | None:
@@ -188,6 +195,12 @@ def compile_flow(flow: Flow) -> Program:
         has_async=any(n.has_async for n in nodes),
         step_names=flow.steps,
     )
+
+
+def waiting_counts(nodes: tuple[Node, ...], members: list[int]) -> dict[int, int]:
+    """For each of `members`, how many of the others it reads: what it waits for."""
+    among = set(members)
+    return {i: sum(1 for d in nodes[i].deps if d in among) for i in members}
 
 
 def _fact_of(flow: Flow, part_name: str) -> str:

@@ -235,6 +235,25 @@ class Run:
         for p in node.parts:
             self.skip_reasons[p.name] = reason
 
+    def still_to_run(self, indices: tuple[int, ...], filter_wanted: bool) -> list[int]:
+        """The nodes of `indices` a driver must still run.
+
+        Nodes settled before a resume are left out; with `filter_wanted`, so are
+        the nodes no open question needs, which are skipped here and now.
+        """
+        nodes = self.program.nodes
+        status = self.status
+        todo: list[int] = []
+        for index in indices:
+            if status[index] != PENDING:
+                continue
+            node = nodes[index]
+            if filter_wanted and not node.qmask & self.open_mask:
+                self.skip_unneeded(node)
+            else:
+                todo.append(index)
+        return todo
+
     def unneeded_reason(self, node: Node) -> str:
         """Why a node is no longer needed: the check that settled its first question."""
         mask = node.qmask
