@@ -19,9 +19,11 @@ from __future__ import annotations
 import abc
 import base64
 import fcntl
+import functools
 import hashlib
 import itertools
 import json
+import math
 import os
 import pickle
 import socket
@@ -39,6 +41,7 @@ import attrs
 
 __all__ = [
     "INSERT_ENTRY",
+    "EntryRows",
     "GroupCommit",
     "Journal",
     "JournalEntry",
@@ -188,10 +191,13 @@ def pack_exact(value: Any) -> str | None:
     returned (a date, a tuple), not its JSON form; None if it cannot be pickled.
 
     Only a journal the operator trusts may be resumed from: unpickling runs code.
-    A string, a whole number, a bool or None comes back exactly from JSON, so it
-    needs no pickle.
+    A string, a whole number, a bool, a finite float or None comes back exactly
+    from JSON, so it needs no pickle.
     """
-    if value is None or type(value) in (str, int, bool):
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool:
+        return None
+    if kind is float and math.isfinite(value):
         return None
     try:
         return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode()
@@ -208,6 +214,51 @@ INSERT_ENTRY = (
     "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
     "message, exact, at, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)"
 )
+
+
+class EntryRows:
+    """The entry rows of one request, as `entry_row` makes them, with the request's
+    share of each checksum worked out once (a CRC can be continued)."""
+
+    __slots__ = ("_crc", "request_id")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self._crc = zlib.crc32(f"{request_id}\x1f".encode())
+
+    def started(self, step: int, part: str) -> tuple[Any, ...]:
+        """The row of a started entry."""
+        crc = zlib.crc32(f"started\x1f{step}\x1f{part}\x1f\x1f\x1f\x1f".encode(), self._crc)
+        return (
+            self.request_id,
+            "started",
+            step,
+            part,
+            None,
+            None,
+            None,
+            None,
+            time.time(),
+            f"{crc:08x}",
+        )
+
+    def settled(
+        self,
+        step: int,
+        part: str,
+        outcome: str,
+        value: str | None,
+        message: str | None,
+        exact: str | None,
+    ) -> tuple[Any, ...]:
+        """The row of a settled entry."""
+        text = (
+            f"settled\x1f{step}\x1f{part}\x1f{outcome}\x1f{'' if value is None else value}\x1f"
+            f"{'' if message is None else message}\x1f{'' if exact is None else exact}"
+        )
+        crc = zlib.crc32(text.encode(), self._crc)
+        row = (self.request_id, "settled", step, part, outcome, value, message, exact)
+        return (*row, time.time(), f"{crc:08x}")
 
 
 def entry_row(
@@ -261,6 +312,12 @@ class GroupCommit:
         except BaseException:
             self.pending[:0] = statements
             raise
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_json(plan: tuple[str, ...]) -> str:
+    """A plan as the journal keeps it (the same few plans come back for every request)."""
+    return json.dumps(list(plan))
 
 
 def input_hash(state_json: str) -> str:
@@ -350,7 +407,7 @@ class Journal(abc.ABC):
                 catalog_version,
                 input_hash(state_json),
                 state_json,
-                json.dumps(list(plan)),
+                _plan_json(plan),
                 int(early_exit),
                 time.time(),
             ),

@@ -6,6 +6,7 @@ it; `inspect`, `recover` and `prepare_resume` read the journal back.
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
 from typing import Any
 
@@ -13,13 +14,13 @@ import attrs
 
 from solvi.errors import SolviError
 from solvi.journal import (
+    EntryRows,
     GroupCommit,
     Journal,
     JournalEntry,
     JournalError,
     RequestJournal,
     StepState,
-    entry_row,
     input_hash,
     pack_exact,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "prepare_resume",
     "recover",
     "state_json",
+    "value_json",
 ]
 
 
@@ -65,33 +67,32 @@ class JournalWriter:
     starts or a result is released.
     """
 
-    __slots__ = ("group", "journal", "request_id")
+    __slots__ = ("group", "journal", "request_id", "rows")
 
     def __init__(self, journal: Journal, request_id: str, group: GroupCommit | None = None) -> None:
         self.journal = journal
         self.request_id = request_id
         self.group = group
+        self.rows = EntryRows(request_id)
 
     def started(self, step: int, part: str) -> None:
         """Record a started entry."""
         if self.group is None:
             self.journal.started(self.request_id, step, part)
         else:
-            row = entry_row(self.request_id, "started", step, part, None, None, None, None)
-            self.group.add_entry(row)
+            self.group.add_entry(self.rows.started(step, part))
 
     def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
         """Record a settled entry with the value (as JSON, and exactly) or the error."""
         if cause is None:
-            outcome, data, message = "ok", canonical_json(to_record_value(value, part)), None
+            outcome, data, message = "ok", value_json(value, part), None
             exact = pack_exact(value)
         else:
             outcome, data, message, exact = cause.kind, None, cause.message, None
         if self.group is None:
             self.journal.settled(self.request_id, step, part, outcome, data, message, exact)
         else:
-            row = entry_row(self.request_id, "settled", step, part, outcome, data, message, exact)
-            self.group.add_entry(row)
+            self.group.add_entry(self.rows.settled(step, part, outcome, data, message, exact))
 
     async def flush(self) -> None:
         """Make everything this request recorded durable (a no-op without a group)."""
@@ -112,6 +113,20 @@ class JournalWriter:
             self.group.flush_now()
 
 
+def value_json(value: Any, part: str) -> str:
+    """A settled value's canonical JSON (as `canonical_json` of its record form)."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is str:
+        return encode_json_string(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    return canonical_json(to_record_value(value, part))
+
+
 def state_json(state: dict[str, Any]) -> str:
     """The canonical JSON of a request's input (what the journal keeps and hashes)."""
     return canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
@@ -130,7 +145,7 @@ def begin(
         "catalog": catalog,
         "catalog_version": catalog_version,
         "state_json": state_json(run.state),
-        "plan": run.program.flow.steps,
+        "plan": run.program.step_names,
         "early_exit": run.early_exit,
     }
     if group is None:
