@@ -279,17 +279,29 @@ def entry_row(
 class GroupCommit:
     """Lets the concurrent steps of one event loop share commits.
 
-    Writers bound to a group put their statements in `pending`; a step that
-    needs its entry durable awaits `flush`, which yields once (so that the
-    other steps ready in the same turn of the loop add theirs) and commits
-    everything pending in one transaction. When `flush` returns, every
-    statement added before the call is committed; if the commit fails, they
-    stay pending and the error is raised.
+    Writers bound to a group `add` their statements; a step that needs its
+    entry durable awaits `flush`. The first flusher leads: it yields to the
+    loop (so that the other steps ready in the same turn add theirs), yields
+    again while that brings more (at most `gather_turns` times), and commits
+    everything pending in one transaction. The others yield until that commit
+    covers their statements (or, if it failed, lead the next attempt). When
+    `flush` returns, every statement added before the call is committed; if
+    the commit fails, they stay pending and the error is raised.
     """
+
+    #: how many turns of the loop a leader waits at most for more statements
+    gather_turns = 3
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self.pending: list[tuple[str, tuple[Any, ...]]] = []
+        #: how many statements were committed: the first ones ever added, in order
+        self.durable = 0
+        self._leading = False
+
+    def add(self, statement: tuple[str, tuple[Any, ...]]) -> None:
+        """Queue one statement (sql, params)."""
+        self.pending.append(statement)
 
     def add_entry(self, row: tuple[Any, ...]) -> None:
         """Queue one entry row (see `entry_row`)."""
@@ -299,8 +311,23 @@ class GroupCommit:
         """Commit what is pending, together with what the loop's other steps add now."""
         if not self.pending:
             return
-        await anyio.lowlevel.checkpoint()
-        self.flush_now()
+        target = self.durable + len(self.pending)
+        while self._leading:
+            await anyio.lowlevel.checkpoint()  # the leader commits ours with its own
+            if self.durable >= target:
+                return
+        self._leading = True
+        try:
+            seen = len(self.pending)
+            for _ in range(self.gather_turns):
+                await anyio.lowlevel.checkpoint()
+                if len(self.pending) == seen:
+                    break
+                seen = len(self.pending)
+            if self.durable < target:
+                self.flush_now()
+        finally:
+            self._leading = False
 
     def flush_now(self) -> None:
         """Commit what is pending, without waiting for company."""
@@ -312,6 +339,7 @@ class GroupCommit:
         except BaseException:
             self.pending[:0] = statements
             raise
+        self.durable += len(statements)
 
 
 @functools.lru_cache(maxsize=256)

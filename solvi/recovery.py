@@ -109,7 +109,7 @@ class JournalWriter:
         if self.group is None:
             self.journal.close_request(self.request_id, response_hash)
         else:
-            self.group.pending.append(self.journal.close_statement(self.request_id, response_hash))
+            self.group.add(self.journal.close_statement(self.request_id, response_hash))
             self.group.flush_now()
 
 
@@ -152,7 +152,7 @@ def begin(
         journal.open(request_id, **details)
     else:
         # Committed with the first started entry, before any step is dispatched.
-        group.pending.append(journal.open_statement(request_id, **details))
+        group.add(journal.open_statement(request_id, **details))
     run.journal = JournalWriter(journal, request_id, group)
     run.plain = False
     journal.running_here(request_id)
