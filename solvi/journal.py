@@ -59,6 +59,9 @@ __all__ = [
 
 from solvi.errors import SolviError
 
+# Entries are never deleted, so a plain rowid (one more than the largest) still only
+# grows; AUTOINCREMENT would also rewrite sqlite_sequence on every commit. (Journals
+# created with AUTOINCREMENT keep it.)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS journal_requests (
@@ -76,7 +79,7 @@ CREATE TABLE IF NOT EXISTS journal_requests (
     response_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS journal_entries (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     request_id TEXT NOT NULL,
     kind TEXT NOT NULL,
     step INTEGER NOT NULL,
@@ -710,7 +713,7 @@ class SQLiteJournal(Journal):
 
 
 # The same tables in PostgreSQL's types.
-PG_SCHEMA = SCHEMA.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY").replace(
+PG_SCHEMA = SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY").replace(
     "REAL", "DOUBLE PRECISION"
 )
 
