@@ -40,7 +40,9 @@ import anyio.lowlevel
 import attrs
 
 __all__ = [
+    "CLOSE_REQUEST",
     "INSERT_ENTRY",
+    "OPEN_REQUEST",
     "EntryRows",
     "GroupCommit",
     "Journal",
@@ -213,10 +215,13 @@ def unpack_exact(text: str) -> Any:
     return pickle.loads(base64.b64decode(text))  # only trusted journals are resumed
 
 
-INSERT_ENTRY = (
-    "INSERT INTO journal_entries (request_id, kind, step, part, outcome, value, "
-    "message, exact, at, checksum) VALUES (?,?,?,?,?,?,?,?,?,?)"
+ENTRY_COLUMNS = "request_id, kind, step, part, outcome, value, message, exact, at, checksum"
+INSERT_ENTRY = f"INSERT INTO journal_entries ({ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+OPEN_REQUEST = (
+    "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
+    "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)"
 )
+CLOSE_REQUEST = "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?"
 
 
 class EntryRows:
@@ -429,8 +434,7 @@ class Journal(abc.ABC):
     ) -> tuple[str, tuple[Any, ...]]:
         """The statement that writes a request's open entry (for a group commit)."""
         return (
-            "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
-            "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            OPEN_REQUEST,
             (
                 request_id,
                 self.owner,
@@ -487,10 +491,7 @@ class Journal(abc.ABC):
     def close_statement(self, request_id: str, response_hash: str) -> tuple[str, tuple[Any, ...]]:
         """The statement that closes a request (for a group commit)."""
         self.active.discard(request_id)
-        return (
-            "UPDATE journal_requests SET closed_at = ?, response_hash = ? WHERE request_id = ?",
-            (time.time(), response_hash, request_id),
-        )
+        return (CLOSE_REQUEST, (time.time(), response_hash, request_id))
 
     def write_statements(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         """Commit several statements in one transaction."""
@@ -718,6 +719,54 @@ PG_SCHEMA = SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY
 )
 
 
+#: A group's entry rows as one INSERT of one row per array element, in order; ten
+#: array parameters whatever the number of rows, so the statement is prepared once.
+_PG_INSERT_ENTRIES = (
+    f"INSERT INTO journal_entries ({ENTRY_COLUMNS}) SELECT {ENTRY_COLUMNS} FROM unnest("
+    "%s::text[], %s::text[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    f"%s::text[], %s::double precision[], %s::text[]) WITH ORDINALITY AS e({ENTRY_COLUMNS}, n) "
+    "ORDER BY n"
+)
+
+
+def _one_statement(
+    statements: list[tuple[str, tuple[Any, ...]]],
+) -> tuple[str, list[Any]] | None:
+    """A group's statements as one PostgreSQL statement (atomic by itself), or None.
+
+    Opens and closes become data-modifying CTEs of the entries' INSERT. They all
+    see the snapshot taken before the statement, so a close of a request opened in
+    the same group, or any other statement, takes the multi-statement path.
+    """
+    rows: list[tuple[Any, ...]] = []
+    ctes: list[str] = []
+    params: list[Any] = []
+    opened: set[Any] = set()
+    closed: set[Any] = set()
+    for sql, values in statements:
+        if sql == INSERT_ENTRY:
+            rows.append(values)
+            continue
+        if sql == OPEN_REQUEST:
+            opened.add(values[0])
+        elif sql == CLOSE_REQUEST and values[2] not in closed:
+            closed.add(values[2])
+        else:
+            return None
+        ctes.append(f"q{len(ctes)} AS ({sql.replace('?', '%s')})")
+        params.extend(values)
+    if opened & closed:
+        return None
+    if not rows:
+        if len(ctes) == 1:
+            return statements[0][0].replace("?", "%s"), params
+        return f"WITH {', '.join(ctes)} SELECT 1", params
+    params.extend(list(column) for column in zip(*rows, strict=True))
+    if not ctes:
+        return _PG_INSERT_ENTRIES, params
+    return f"WITH {', '.join(ctes)} {_PG_INSERT_ENTRIES}", params
+
+
 def _owner_key(owner: str) -> int:
     """A signed 64-bit advisory-lock key for an owner."""
     return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
@@ -775,7 +824,12 @@ class PostgresJournal(Journal):
             conn.execute(self._sql(sql), params)
 
     def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        # Pipeline mode sends the whole transaction in one round trip.
+        single = _one_statement(statements)
+        if single is not None:
+            # One statement is one transaction, in one round trip.
+            with self._pool.connection() as conn:
+                conn.execute(*single)
+            return
         with self._pool.connection() as conn, conn.transaction(), conn.pipeline():
             for sql, params in statements:
                 conn.execute(self._sql(sql), params)
