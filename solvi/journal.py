@@ -17,6 +17,7 @@ vanishes with the process, however it dies.
 from __future__ import annotations
 
 import abc
+import asyncio
 import base64
 import fcntl
 import functools
@@ -291,10 +292,10 @@ class GroupCommit:
     entry durable awaits `flush`. The first flusher leads: it yields to the
     loop (so that the other steps ready in the same turn add theirs), yields
     again while that brings more (at most `gather_turns` times), and commits
-    everything pending in one transaction. The others yield until that commit
-    covers their statements (or, if it failed, lead the next attempt). When
-    `flush` returns, every statement added before the call is committed; if
-    the commit fails, they stay pending and the error is raised.
+    everything pending in one transaction. The others wait for that commit
+    (or, if it failed, lead the next attempt). When `flush` returns, every
+    statement added before the call is committed; if the commit fails, they
+    stay pending and the error is raised.
     """
 
     #: how many turns of the loop a leader waits at most for more statements
@@ -306,6 +307,11 @@ class GroupCommit:
         #: how many statements were committed: the first ones ever added, in order
         self.durable = 0
         self._leading = False
+        #: the followers of the current leader (asyncio futures, resolved after its commit)
+        self._waiters: list[asyncio.Future[None]] = []
+        #: the asyncio loop (None under another backend), found on the first flush
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._looked_up = False
 
     def add(self, statement: tuple[str, tuple[Any, ...]]) -> None:
         """Queue one statement (sql, params)."""
@@ -320,15 +326,30 @@ class GroupCommit:
         if not self.pending:
             return
         target = self.durable + len(self.pending)
+        if not self._looked_up:
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None
+            self._looked_up = True
+        loop = self._loop
+        # On asyncio, yield with asyncio's own sleep(0), what anyio's checkpoint
+        # does there after looking the backend up on every call.
+        pause = anyio.lowlevel.checkpoint if loop is None else _sleep0
         while self._leading:
-            await anyio.lowlevel.checkpoint()  # the leader commits ours with its own
+            if loop is None:
+                await pause()  # the leader commits ours with its own
+            else:
+                waiter = loop.create_future()
+                self._waiters.append(waiter)
+                await waiter
             if self.durable >= target:
                 return
         self._leading = True
         try:
             seen = len(self.pending)
             for _ in range(self.gather_turns):
-                await anyio.lowlevel.checkpoint()
+                await pause()
                 if len(self.pending) == seen:
                     break
                 seen = len(self.pending)
@@ -336,6 +357,10 @@ class GroupCommit:
                 self.flush_now()
         finally:
             self._leading = False
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def flush_now(self) -> None:
         """Commit what is pending, without waiting for company."""
@@ -354,6 +379,10 @@ class GroupCommit:
 def _plan_json(plan: tuple[str, ...]) -> str:
     """A plan as the journal keeps it (the same few plans come back for every request)."""
     return json.dumps(list(plan))
+
+
+#: a turn of the asyncio loop (anyio's checkpoint is this, after a backend lookup)
+_sleep0 = functools.partial(asyncio.sleep, 0)
 
 
 def input_hash(state_json: str) -> str:
