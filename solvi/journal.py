@@ -22,7 +22,6 @@ import base64
 import fcntl
 import functools
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -686,8 +685,18 @@ class SQLiteJournal(Journal):
         conn.execute("BEGIN")
         try:
             # Runs of one statement (the entries) go to SQLite in one call.
-            for sql, group in itertools.groupby(statements, key=lambda s: s[0]):
-                conn.executemany(sql, [params for _, params in group])
+            count = len(statements)
+            start = 0
+            while start < count:
+                sql = statements[start][0]
+                end = start + 1
+                while end < count and statements[end][0] == sql:
+                    end += 1
+                if end == start + 1:
+                    conn.execute(sql, statements[start][1])
+                else:
+                    conn.executemany(sql, [params for _, params in statements[start:end]])
+                start = end
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -823,8 +832,13 @@ class PostgresJournal(Journal):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.active: set[str] = set()
         self.damaged: set[str] = set()
-        self._holder = psycopg.connect(dsn, autocommit=True)
+        self._connect = functools.partial(psycopg.connect, dsn, autocommit=True)
+        self._holder = self._connect()
         self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
+        # Group commits go through a connection of their own (no pool checkout per
+        # commit); a second thread committing meanwhile takes one from the pool.
+        self._writer: Any = None
+        self._writer_lock = threading.Lock()
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
         )
@@ -856,6 +870,15 @@ class PostgresJournal(Journal):
         single = _one_statement(statements)
         if single is not None:
             # One statement is one transaction, in one round trip.
+            if self._writer_lock.acquire(blocking=False):
+                try:
+                    writer = self._writer
+                    if writer is None or writer.closed:
+                        writer = self._writer = self._connect()
+                    writer.execute(*single)
+                finally:
+                    self._writer_lock.release()
+                return
             with self._pool.connection() as conn:
                 conn.execute(*single)
             return
@@ -905,6 +928,10 @@ class PostgresJournal(Journal):
         """Release the owner lock and the connections."""
         if not self._holder.closed:
             self._holder.close()
+        with self._writer_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         if not self._pool.closed:
             self._pool.close()
 

@@ -14,6 +14,7 @@ import attrs
 
 from solvi.errors import SolviError
 from solvi.journal import (
+    INSERT_ENTRY,
     EntryRows,
     GroupCommit,
     Journal,
@@ -38,7 +39,7 @@ __all__ = [
     "prepare_resume",
     "recover",
     "state_json",
-    "value_json",
+    "value_forms",
 ]
 
 
@@ -80,19 +81,20 @@ class JournalWriter:
         if self.group is None:
             self.journal.started(self.request_id, step, part)
         else:
-            self.group.add_entry(self.rows.started(step, part))
+            self.group.pending.append((INSERT_ENTRY, self.rows.started(step, part)))
 
     def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
         """Record a settled entry with the value (as JSON, and exactly) or the error."""
         if cause is None:
-            outcome, data, message = "ok", value_json(value, part), None
-            exact = pack_exact(value)
+            outcome, message = "ok", None
+            data, exact = value_forms(value, part)
         else:
             outcome, data, message, exact = cause.kind, None, cause.message, None
         if self.group is None:
             self.journal.settled(self.request_id, step, part, outcome, data, message, exact)
         else:
-            self.group.add_entry(self.rows.settled(step, part, outcome, data, message, exact))
+            row = self.rows.settled(step, part, outcome, data, message, exact)
+            self.group.pending.append((INSERT_ENTRY, row))
 
     async def flush(self) -> None:
         """Make everything this request recorded durable (a no-op without a group)."""
@@ -113,18 +115,19 @@ class JournalWriter:
             self.group.flush_now()
 
 
-def value_json(value: Any, part: str) -> str:
-    """A settled value's canonical JSON (as `canonical_json` of its record form)."""
+def value_forms(value: Any, part: str) -> tuple[str, str | None]:
+    """A settled value's canonical JSON (as `canonical_json` of its record form) and
+    its exact form (`pack_exact`), with the common plain types done directly."""
     kind = type(value)
     if kind is int:
-        return int.__repr__(value)
+        return int.__repr__(value), None
     if kind is str:
-        return encode_json_string(value)
+        return encode_json_string(value), None
     if value is None:
-        return "null"
+        return "null", None
     if kind is bool:
-        return "true" if value else "false"
-    return canonical_json(to_record_value(value, part))
+        return ("true" if value else "false"), None
+    return canonical_json(to_record_value(value, part)), pack_exact(value)
 
 
 def state_json(state: dict[str, Any]) -> str:
