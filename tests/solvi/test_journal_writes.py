@@ -327,14 +327,14 @@ def test_postgres_commits_of_every_shape(postgres_journal: PostgresJournal) -> N
     )
     journal.write_statements(
         [
-            (INSERT_ENTRY, one.settled(0, "a", "ok", "3", None, None)),
+            (INSERT_ENTRY, one.settled(0, "a", "ok", '{"k":"é ☃"}', None, None)),
             (INSERT_ENTRY, one.started(1, "b")),
             (INSERT_ENTRY, two.started(0, "a")),
         ]
     )
     journal.write_statements(
         [
-            (INSERT_ENTRY, one.settled(1, "b", "error", None, "boom", None)),
+            (INSERT_ENTRY, one.settled(1, "b", "error", None, 'boom "é" ☃\n\t\\', None)),
             journal.close_statement("one", "h1"),
             journal.close_statement("two", "h2"),
         ]
@@ -345,9 +345,9 @@ def test_postgres_commits_of_every_shape(postgres_journal: PostgresJournal) -> N
     assert first.skipped_torn == 0
     assert [(e.kind, e.part, e.value, e.message) for e in first.entries] == [
         ("started", "a", None, None),
-        ("settled", "a", 3, None),
+        ("settled", "a", {"k": "é ☃"}, None),
         ("started", "b", None, None),
-        ("settled", "b", None, "boom"),
+        ("settled", "b", None, 'boom "é" ☃\n\t\\'),
     ]
     assert journal.load("two").closed
     assert journal.load("three").closed
