@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
@@ -109,6 +110,9 @@ class Program:
     all_questions_mask: int
     has_async: bool
     step_names: tuple[str, ...]
+    #: each producer's place in the flow (node by node, producers in order):
+    #: how a record sorts the attempts of a request, however they finished
+    part_rank: Mapping[str, int]
 
 
 def compile_flow(flow: Flow) -> Program:
@@ -194,6 +198,9 @@ def compile_flow(flow: Flow) -> Program:
         all_questions_mask=(1 << len(slots)) - 1,
         has_async=any(n.has_async for n in nodes),
         step_names=flow.steps,
+        part_rank=MappingProxyType(
+            {p.name: rank for rank, p in enumerate(p for n in nodes for p in n.parts)}
+        ),
     )
 
 

@@ -17,7 +17,6 @@ from solvi.schedule import (
     A_END,
     A_FACT,
     A_MESSAGE,
-    A_NODE,
     A_OUTCOME,
     A_PART,
     A_START,
@@ -208,14 +207,17 @@ class Response:
 
     # -- trace ---------------------------------------------------------------
 
+    @cached_property
+    def _skipped(self) -> tuple[tuple[str, str], ...]:
+        """(part, reason) for every step that did not run, in flow order."""
+        reasons = self._run.skip_reasons
+        return tuple((name, reasons[name]) for name in self._program.step_names if name in reasons)
+
+    @cached_property
     def _attempts(self) -> list[Attempt]:
-        nodes = self._program.nodes
-
-        def position(a: Attempt) -> tuple[int, int]:
-            parts = nodes[a[A_NODE]].parts
-            return a[A_NODE], next(i for i, p in enumerate(parts) if p.name == a[A_PART])
-
-        return sorted(self._run.attempts, key=position)
+        """The calls in flow order, whatever order they finished in."""
+        rank = self._program.part_rank
+        return sorted(self._run.attempts, key=lambda a: rank[a[A_PART]])
 
     @cached_property
     def trace(self) -> Trace:
@@ -231,16 +233,11 @@ class Response:
                 a[A_OUTCOME],  # type: ignore[arg-type]  # attempts hold only these outcomes
                 a[A_MESSAGE],
             )
-            for a in self._attempts()
-        )
-        skipped = tuple(
-            (name, run.skip_reasons[name])
-            for name in self._program.step_names
-            if name in run.skip_reasons
+            for a in self._attempts
         )
         return Trace(
             steps=steps,
-            skipped=skipped,
+            skipped=self._skipped,
             early_exit=run.early_exit,
             plan=self._plan_record(),
             order=self._order_lines(),
@@ -294,7 +291,7 @@ class Response:
         """Every timeout and error of this request, in flow order."""
         return tuple(
             Safeguard(a[A_OUTCOME], a[A_PART], a[A_FACT], a[A_MESSAGE] or "")  # type: ignore[arg-type]
-            for a in self._attempts()
+            for a in self._attempts
             if a[A_OUTCOME] != "ok"
         )
 
@@ -323,10 +320,15 @@ class Response:
             "answers": answers,
             "values": {k: to_record_value(v, k) for k, v in self.values.items()},
             "steps": [
-                {"part": s.part, "fact": s.fact, "outcome": s.outcome, "message": s.message}
-                for s in self.trace.steps
+                {
+                    "part": a[A_PART],
+                    "fact": a[A_FACT],
+                    "outcome": a[A_OUTCOME],
+                    "message": a[A_MESSAGE],
+                }
+                for a in self._attempts
             ],
-            "skipped": [list(pair) for pair in self.trace.skipped],
+            "skipped": [list(pair) for pair in self._skipped],
             "safeguards": [attrs.asdict(s) for s in self.safeguards],
         }
 
