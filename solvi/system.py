@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
-import uuid
+import time
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping
@@ -45,6 +46,15 @@ def _check_positive(name: str, value: Any, *, integer: bool = False) -> None:
         expected = "a positive whole number" if integer else "a positive number"
         msg = f"{name} must be {expected}, got {value!r}"
         raise ValueError(msg)
+
+
+def _new_request_id() -> str:
+    """A fresh request id: 32 hex digits, the clock's nanoseconds then 64 random bits.
+
+    Ids made later sort later, so the journal's and the store's indexes on them
+    grow at one end instead of touching a random page on every write.
+    """
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
 class System:
@@ -516,7 +526,7 @@ class System:
             found=self.guards == "found",
         )
         if self.journal is not None or self.store is not None:
-            rid = request_id or uuid.uuid4().hex
+            rid = request_id or _new_request_id()
             run.request_id = rid
             if self.journal is not None:
                 recovery.begin(self.journal, run, rid, self.name, self._journal_version, group)
