@@ -512,11 +512,13 @@ class Journal(abc.ABC):
             INSERT_ENTRY, entry_row(request_id, kind, step, part, outcome, value, message, exact)
         )
 
-    def close_request(self, request_id: str, response_hash: str) -> None:
+    def close_request(self, request_id: str, response_hash: str | None) -> None:
         """Commit that the request's response exists."""
         self._execute(*self.close_statement(request_id, response_hash))
 
-    def close_statement(self, request_id: str, response_hash: str) -> tuple[str, tuple[Any, ...]]:
+    def close_statement(
+        self, request_id: str, response_hash: str | None
+    ) -> tuple[str, tuple[Any, ...]]:
         """The statement that closes a request (for a group commit)."""
         self.active.discard(request_id)
         return (CLOSE_REQUEST, (time.time(), response_hash, request_id))

@@ -107,8 +107,12 @@ class JournalWriter:
         if self.group is not None:
             self.group.flush_now()
 
-    def close(self, response_hash: str) -> None:
-        """Record the closed entry, with whatever the request still has pending."""
+    def close(self, response_hash: str | None) -> None:
+        """Record the closed entry, with whatever the request still has pending.
+
+        `response_hash` is kept with it when known (None when the response was not
+        stored: working it out only for the journal would lengthen every request).
+        """
         if self.group is None:
             self.journal.close_request(self.request_id, response_hash)
         else:

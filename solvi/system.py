@@ -592,8 +592,12 @@ class System:
         )
         if self.store is None or run.request_id is None:
             return self._finish(run)
-        response = self._finish(run, stored_elsewhere=True)
+        response = self._finish(run, keep=False)
+        # Kept in the store before the journal closes the request: a crash in
+        # between leaves it open, to be resumed, never closed but unstored.
         await self.store.asave_response(response.record, request_id=run.request_id)
+        if run.journal is not None:
+            run.journal.close(response._known_hash)
         return response
 
     def ask_text(self, text: str, **options: Any) -> Response:
@@ -623,7 +627,9 @@ class System:
             state.update(facts)
         return self.ask(state, **options)
 
-    def _finish(self, run: Run, *, stored_elsewhere: bool = False) -> Response:
+    def _finish(self, run: Run, *, keep: bool = True) -> Response:
+        """Learn from a finished run and make its Response; with `keep`, store
+        it and close its journal entry (`aask` does both itself, awaiting the store)."""
         attempts = run.attempts
         self.cost_book.observe_attempts(attempts)
         if self._chooser is not None:
@@ -646,10 +652,11 @@ class System:
                 stats["errors"] += errors
         request_id = run.request_id
         response = Response(run, self.name, self.version, request_id=request_id)
-        if self.store is not None and request_id is not None and not stored_elsewhere:
-            self.store.save_response(response.record, request_id=request_id)
-        if run.journal is not None:
-            run.journal.close(response.hash)
+        if keep:
+            if self.store is not None and request_id is not None:
+                self.store.save_response(response.record, request_id=request_id)
+            if run.journal is not None:
+                run.journal.close(response._known_hash)
         if self.store is not None and stats["requests"] % SAVE_LEARNING_EVERY == 0:
             self.save_learning()
         if self.logger is not None:

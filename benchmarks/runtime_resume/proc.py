@@ -139,7 +139,7 @@ class Tracing(Journal):
         value = None if value_json is None else json.loads(value_json)
         self.probe.point("settled", "post", part, outcome=outcome, value=value, message=message)
 
-    def close_request(self, request_id: str, response_hash: str) -> None:
+    def close_request(self, request_id: str, response_hash: str | None) -> None:
         self.probe.point("close", "pre")
         super().close_request(request_id, response_hash)
         self.probe.point("close", "post")

@@ -355,3 +355,48 @@ def test_a_crash_under_aask_resumes_to_the_control(where: str, tmp_path: Path) -
     assert "documents" in status.interrupted_during_execution
     assert "policy" in status.settled
     assert resumer.resume("async-1").hash == control
+
+
+def test_a_stored_response_is_kept_before_its_request_closes(where: str, tmp_path: Path) -> None:
+    """With a store, `ask` and `aask` keep the response before the journal closes the
+    request (a crash in between leaves it open, to be resumed), and the closed entry
+    carries the stored record's hash; without a store the hash is not worked out."""
+    import anyio
+
+    from solvi import SQLiteStore, System
+
+    base = crashy.build(where)
+    journal = base.journal
+    assert journal is not None
+    open_when_stored: list[bool] = []
+
+    class Watching(SQLiteStore):
+        def _is_open(self, request_id: str) -> bool:
+            rows = journal._fetch(
+                "SELECT closed_at FROM journal_requests WHERE request_id = ?", (request_id,)
+            )
+            return rows[0][0] is None
+
+        def save_response(self, record: Any, *, request_id: str) -> None:
+            open_when_stored.append(self._is_open(request_id))
+            super().save_response(record, request_id=request_id)
+
+        async def asave_response(self, record: Any, *, request_id: str) -> None:
+            open_when_stored.append(self._is_open(request_id))
+            await super().asave_response(record, request_id=request_id)
+
+    system = System(base.catalog, base.questions, journal=journal, store=Watching(tmp_path / "s.db"))
+    kept = {
+        "sync-1": system.ask(crashy.STATE, request_id="sync-1").hash,
+        "async-1": anyio.run(lambda: system.aask(crashy.STATE, request_id="async-1")).hash,
+    }
+    assert open_when_stored == [True, True]
+    base.ask(crashy.STATE, request_id="bare-1")  # no store
+    rows = journal._fetch("SELECT request_id, closed_at, response_hash FROM journal_requests")
+    closed = {request_id: (closed_at, digest) for request_id, closed_at, digest in rows}
+    for request_id, digest in kept.items():
+        assert closed[request_id][0] is not None
+        assert closed[request_id][1] == digest
+    assert closed["bare-1"][0] is not None
+    assert closed["bare-1"][1] is None
+    system.close()
