@@ -9,6 +9,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flows import crashy
@@ -385,7 +386,9 @@ def test_a_stored_response_is_kept_before_its_request_closes(where: str, tmp_pat
             open_when_stored.append(self._is_open(request_id))
             await super().asave_response(record, request_id=request_id)
 
-    system = System(base.catalog, base.questions, journal=journal, store=Watching(tmp_path / "s.db"))
+    system = System(
+        base.catalog, base.questions, journal=journal, store=Watching(tmp_path / "s.db")
+    )
     kept = {
         "sync-1": system.ask(crashy.STATE, request_id="sync-1").hash,
         "async-1": anyio.run(lambda: system.aask(crashy.STATE, request_id="async-1")).hash,
