@@ -94,13 +94,8 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
             return
         _fast_done(run, node, start, value)
         return
-    cause = run.missing_input(node)
-    if cause is not None:
-        run.block(node, cause)
-        return
     vals = run.vals
-    first = run.resume_from.get(node.index, 0) if run.resume_from else 0
-    for tried in range(first, len(node.parts)):
+    for tried in run.producers_to_try(node):
         part = node.parts[tried]
         start = perf_counter()
         if run.journal is not None:

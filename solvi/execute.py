@@ -23,13 +23,8 @@ __all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"
 
 def run_node(run: Run, node: Node) -> None:
     """Compute one node: try its producers in order until one succeeds."""
-    cause = run.missing_input(node)
-    if cause is not None:
-        run.block(node, cause)
-        return
     vals = run.vals
-    first = run.resume_from.get(node.index, 0) if run.resume_from else 0
-    for tried in range(first, len(node.parts)):
+    for tried in run.producers_to_try(node):
         part = node.parts[tried]
         start = perf_counter()
         if run.journal is not None:

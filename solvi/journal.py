@@ -610,6 +610,23 @@ class Journal(abc.ABC):
                 self.damaged.add(request_id)  # one damaged row must not hide the others
 
 
+def _is_new(version_row: tuple[Any, ...] | None, where: object) -> bool:
+    """Whether a journal's version row is missing (a new journal, to be stamped).
+
+    Raises:
+        JournalError: the journal was written by a newer solvi.
+    """
+    if version_row is None:
+        return True
+    if version_row[0] > VERSION:
+        msg = (
+            f"journal {where} has schema version {version_row[0]}, newer than this solvi "
+            f"understands ({VERSION}); upgrade solvi"
+        )
+        raise JournalError(msg)
+    return False
+
+
 class _Checkpointer:
     """Copies a journal's WAL back into its database in a thread of its own.
 
@@ -701,14 +718,8 @@ class SQLiteJournal(Journal):
         with conn:
             conn.executescript(SCHEMA)
             row = conn.execute("SELECT version FROM journal_version").fetchone()
-            if row is None:
+            if _is_new(row, self.path):
                 conn.execute("INSERT INTO journal_version VALUES (?)", (VERSION,))
-            elif row[0] > VERSION:
-                msg = (
-                    f"journal {self.path} has schema version {row[0]}, newer than this "
-                    f"solvi understands ({VERSION}); upgrade solvi"
-                )
-                raise JournalError(msg)
 
     @staticmethod
     def _safe(owner: str) -> str:
@@ -916,14 +927,8 @@ class PostgresJournal(Journal):
             conn.execute("SELECT pg_advisory_xact_lock(7301)")  # one schema writer at a time
             conn.execute(PG_SCHEMA)
             row = conn.execute("SELECT version FROM journal_version").fetchone()
-            if row is None:
+            if _is_new(row, self):
                 conn.execute("INSERT INTO journal_version VALUES (%s)", (VERSION,))
-            elif row[0] > VERSION:
-                msg = (
-                    f"journal {self} has schema version {row[0]}, newer than this solvi "
-                    f"understands ({VERSION}); upgrade solvi"
-                )
-                raise JournalError(msg)
 
     def __repr__(self) -> str:
         return "PostgresJournal(...)"

@@ -159,6 +159,17 @@ class Run:
                 return self.causes[d]
         return None
 
+    def producers_to_try(self, node: Node) -> range:
+        """Which of a node's producers to try, in order: none when an input is
+        missing (the node is blocked here), else from the first not yet tried
+        before a resume."""
+        cause = self.missing_input(node)
+        if cause is not None:
+            self.block(node, cause)
+            return range(0)
+        first = self.resume_from.get(node.index, 0) if self.resume_from else 0
+        return range(first, len(node.parts))
+
     # -- after a call ---------------------------------------------------------
 
     def starting(self, node: Node, tried: int) -> Cause | None:

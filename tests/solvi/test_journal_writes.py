@@ -105,7 +105,7 @@ class Recording(Journal):
         return False
 
     def close(self) -> None:
-        pass
+        """Nothing to release: this journal holds no connection and no lock."""
 
 
 def _row(name: str) -> tuple[Any, ...]:
