@@ -254,6 +254,7 @@ def prepare_resume(
     untouched = _prefill(run, rj)
     run.journal = JournalWriter(journal, request_id)
     run.plain = False
+    run.resumed = True
     journal.running_here(request_id)
     return run, untouched
 

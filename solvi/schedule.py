@@ -89,6 +89,7 @@ class Run:
         "program",
         "request_id",
         "resume_from",
+        "resumed",
         "row",
         "settled",
         "skip_reasons",
@@ -138,6 +139,8 @@ class Run:
         self.resume_from: dict[int, int] = {}
         #: on resume: what happened to interrupted steps
         self.notes: list[str] = []
+        #: a resumed request: some steps settled before, the rest run now
+        self.resumed = False
         #: no journal, no resume, no request timeout: nodes may take the fast path
         self.plain = timeout is None
         self.open_mask = program.all_questions_mask

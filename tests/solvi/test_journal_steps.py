@@ -1,0 +1,146 @@
+"""How a journaled step fails: its start cannot be written, its call raises, or its
+value cannot be recorded. `ask` and `aask` record each the same way, and none of
+them crashes the request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from solvi import Catalog, System
+from solvi.journal import SQLiteJournal
+
+
+class Unrecordable:
+    """A value with no JSON form."""
+
+
+def build(journal: Any) -> System:
+    cat = Catalog("journal_steps")
+
+    @cat.fn
+    async def a(x: int) -> int:
+        await anyio.lowlevel.checkpoint()
+        return x + 1
+
+    @cat.fn
+    async def b(x: int) -> Unrecordable:
+        return Unrecordable()
+
+    @cat.fn
+    async def c(x: int) -> int:
+        msg = "no c today"
+        raise ValueError(msg)
+
+    @cat.rule
+    def uses_a(a: int) -> int:
+        return a * 2
+
+    @cat.rule
+    def uses_b(b: Unrecordable) -> bool:
+        return True
+
+    @cat.rule
+    def uses_c(c: int) -> int:
+        return c
+
+    return System(cat, journal=journal)
+
+
+def entries(system: System, request_id: str) -> dict[str, list[tuple[str, str | None]]]:
+    """Each part's entries, as (kind, outcome)."""
+    assert system.journal is not None
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for e in system.journal.load(request_id).entries:
+        out.setdefault(e.part, []).append((e.kind, e.outcome))
+    return out
+
+
+def test_each_failure_is_recorded_alike_by_ask_and_aask(tmp_path: Path) -> None:
+    system = build(tmp_path / "j.db")
+    try:
+        by_ask = system.ask({"x": 1}, request_id="sync")
+        by_aask = anyio.run(lambda: system.aask({"x": 1}, request_id="async"))
+        assert by_aask.hash == by_ask.hash
+        assert by_aask["uses_a"].value == 4
+        for response in (by_ask, by_aask):
+            messages = {s.part: s.message for s in response.safeguards}
+            assert "journal could not record the result" in messages["b"]
+            assert messages["c"] == "ValueError: no c today"
+        expected = {
+            "a": [("started", None), ("settled", "ok")],
+            "b": [("started", None), ("settled", "error")],
+            "c": [("started", None), ("settled", "error")],
+            "uses_a": [("started", None), ("settled", "ok")],
+        }
+        assert entries(system, "sync") == expected
+        assert entries(system, "async") == expected
+    finally:
+        system.close()
+
+
+class FailsOnce(SQLiteJournal):
+    """A journal whose first commit holding a started entry of part `a` fails."""
+
+    failed = False
+
+    def _fail_once(self, rows: list[tuple[Any, ...]]) -> None:
+        if not self.failed and any(r[1:4:2] == ("started", "a") for r in rows if len(r) > 3):
+            self.failed = True
+            msg = "disk full"
+            raise OSError(msg)
+
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        self._fail_once([params for _, params in statements])
+        super()._transaction(statements)
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._fail_once([params])
+        super()._execute(sql, params)
+
+
+@pytest.mark.parametrize("how", ["ask", "aask"])
+def test_a_step_whose_start_cannot_be_written_does_not_run(tmp_path: Path, how: str) -> None:
+    calls: list[str] = []
+    cat = Catalog("unwritable")
+
+    @cat.fn
+    async def a(x: int) -> int:
+        calls.append("a")
+        return x + 1
+
+    @cat.fn
+    async def b(x: int) -> int:
+        calls.append("b")
+        return x - 1
+
+    @cat.rule
+    def uses_a(a: int) -> int:
+        return a
+
+    @cat.rule
+    def uses_b(b: int) -> int:
+        return b
+
+    system = System(cat, journal=FailsOnce(tmp_path / "j.db"))
+    try:
+        if how == "ask":
+            response = system.ask({"x": 1}, request_id="r")
+        else:
+            response = anyio.run(lambda: system.aask({"x": 1}, request_id="r"))
+        settled = {e.part: e for e in system.journal.load("r").entries if e.kind == "settled"}
+    finally:
+        system.close()
+    assert "a" not in calls
+    (safeguard,) = response.safeguards
+    assert (safeguard.part, safeguard.message) == (
+        "a",
+        "journal could not record the start: OSError: disk full",
+    )
+    assert response["uses_a"].value is None
+    assert response["uses_b"].value == 0
+    assert (settled["a"].outcome, settled["a"].message) == ("error", safeguard.message)
