@@ -18,6 +18,7 @@ import anyio
 
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
+from solvi.journal import GroupCommit
 from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
 from solvi.schedule import OK, Cause, Run, learned_batches, rest_after_learned
 
@@ -199,6 +200,8 @@ class _Driver:
         self.speculative = speculative
         #: the asyncio loop, or None on another backend
         self.loop = loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+        #: the request's shared journal commits, told of workers about to run
+        self.group: GroupCommit | None = None if run.journal is None else run.journal.group
         #: speculation: the cancel scope of each phase-1 node being computed
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.ready: deque[int] = deque()
@@ -326,6 +329,8 @@ class _Driver:
             else:
                 continue  # its worker was cancelled
             self.waking += 1
+            if self.group is not None:
+                self.group.expect()
 
     async def _park(self) -> None:
         if self.loop is not None:
@@ -335,7 +340,7 @@ class _Driver:
                 await future
             finally:
                 if future.done() and not future.cancelled():
-                    self.waking -= 1
+                    self._woken()
             return
         event = anyio.Event()
         self.parked.append(event)
@@ -343,17 +348,32 @@ class _Driver:
             await event.wait()
         finally:
             if event.is_set():
-                self.waking -= 1
+                self._woken()
+
+    def _woken(self) -> None:
+        self.waking -= 1
+        if self.group is not None:
+            self.group.arrived()
 
     def _spawn(self) -> None:
+        if self.group is not None:
+            self.group.expect()
         if self.loop is None:
-            self.tg.start_soon(self._worker, name="solvi-step")
+            self.tg.start_soon(self._spawned, name="solvi-step")
             return
         self.children += 1
         self.tasks.append(self.loop.create_task(self._child(), name="solvi-step"))
 
+    async def _spawned(self) -> None:
+        """One extra worker in the task group (backends other than asyncio)."""
+        if self.group is not None:
+            self.group.arrived()
+        await self._worker()
+
     async def _child(self) -> None:
         """One extra worker on asyncio; whatever it raises stops the drive and is re-raised."""
+        if self.group is not None:
+            self.group.arrived()
         scope = anyio.CancelScope()
         try:
             with scope:

@@ -288,9 +288,10 @@ class GroupCommit:
     """Lets the concurrent steps of one event loop share commits.
 
     Writers bound to a group `add` their statements; a step that needs its
-    entry durable awaits `flush`. The first flusher leads: it yields to the
-    loop (so that the other steps ready in the same turn add theirs), yields
-    again while that brings more (at most `gather_turns` times), and commits
+    entry durable awaits `flush`. The first flusher leads: it yields one turn
+    of the loop (so that the other steps ready in the same turn add theirs),
+    then more turns (at most `gather_turns` in all) while workers the
+    scheduler has woken or started have yet to run (see `expect`), and commits
     everything pending in one transaction. The others wait for that commit
     (or, if it failed, lead the next attempt). When `flush` returns, every
     statement added before the call is committed; if the commit fails, they
@@ -305,12 +306,23 @@ class GroupCommit:
         self.pending: list[tuple[str, tuple[Any, ...]]] = []
         #: how many statements were committed: the first ones ever added, in order
         self.durable = 0
+        #: workers woken or started that have not run yet (see `expect`)
+        self.coming = 0
         self._leading = False
         #: the followers of the current leader (asyncio futures, resolved after its commit)
         self._waiters: list[asyncio.Future[None]] = []
         #: the asyncio loop (None under another backend), found on the first flush
         self._loop: asyncio.AbstractEventLoop | None = None
         self._looked_up = False
+
+    def expect(self) -> None:
+        """Say that a worker was woken or started and runs on a coming turn of the
+        loop, where it may add entries: a leader gathering a commit waits for it."""
+        self.coming += 1
+
+    def arrived(self) -> None:
+        """Say that a worker announced by `expect` runs now."""
+        self.coming -= 1
 
     def add(self, statement: tuple[str, tuple[Any, ...]]) -> None:
         """Queue one statement (sql, params)."""
@@ -346,12 +358,11 @@ class GroupCommit:
                 return
         self._leading = True
         try:
-            seen = len(self.pending)
-            for _ in range(self.gather_turns):
+            await pause()  # the steps ready in this turn add theirs
+            turns = 1
+            while self.coming > 0 and turns < self.gather_turns:
                 await pause()
-                if len(self.pending) == seen:
-                    break
-                seen = len(self.pending)
+                turns += 1
             if self.durable < target:
                 self.flush_now()
         finally:

@@ -138,9 +138,38 @@ def test_steps_flushing_together_share_one_commit(backend: str) -> None:
     assert group.durable == 5
 
 
-def test_a_straggler_joins_while_entries_keep_coming() -> None:
-    """The leader waits another turn while entries keep coming, so a step adding its
-    entry a turn after the others is in the same commit."""
+def test_a_worker_announced_as_coming_joins_the_commit() -> None:
+    """A worker the scheduler woke (announced with `expect`) runs a turn after the
+    others; the leader waits for it, so its entry is in the same commit."""
+    journal = Recording()
+    group = GroupCommit(journal)
+
+    async def step(name: str, turns_late: int) -> None:
+        for _ in range(turns_late):
+            await anyio.lowlevel.checkpoint()
+        if turns_late:
+            group.arrived()
+        group.add_entry(_row(name))
+        await group.flush()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(step, "first", 0)
+            tg.start_soon(step, "second", 0)
+            group.expect()
+            tg.start_soon(step, "late", 1)
+
+    anyio.run(main)
+    assert [[params[3] for _, params in c] for c in journal.commits] == [
+        ["first", "second", "late"]
+    ]
+    assert group.coming == 0
+
+
+def test_a_leader_waits_one_turn_when_no_worker_is_coming() -> None:
+    """With nobody announced, the leader commits after one turn: a step that turns
+    up later leads a commit of its own, and an announced worker that never comes
+    holds a commit back by `gather_turns` turns at most."""
     journal = Recording()
     group = GroupCommit(journal)
 
@@ -153,13 +182,81 @@ def test_a_straggler_joins_while_entries_keep_coming() -> None:
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(step, "first", 0)
-            tg.start_soon(step, "second", 0)
             tg.start_soon(step, "late", 1)
+        group.expect()  # a worker that is cancelled before it runs
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(step, "alone", 0)
+            tg.start_soon(step, "three turns late", 3)
 
     anyio.run(main)
     assert [[params[3] for _, params in c] for c in journal.commits] == [
-        ["first", "second", "late"]
+        ["first"],
+        ["late"],
+        ["alone"],
+        ["three turns late"],
     ]
+
+
+def test_aask_commits_once_per_layer(tmp_path: Path) -> None:
+    """On a flow of three layers of async parts and a rule, a request commits five
+    times: the open entry with the first layer's starts, one per layer after it,
+    and the close."""
+    journal = Recording()
+    cat = Catalog("layers")
+
+    @cat.fn
+    async def a0(x: int) -> int:
+        await anyio.sleep(0.001)
+        return x
+
+    @cat.fn
+    async def a1(x: int) -> int:
+        await anyio.sleep(0.001)
+        return x + 1
+
+    @cat.fn
+    async def a2(x: int) -> int:
+        await anyio.sleep(0.001)
+        return x + 2
+
+    @cat.fn
+    async def b0(a0: int, a1: int) -> int:
+        await anyio.sleep(0.001)
+        return a0 + a1
+
+    @cat.fn
+    async def b1(a1: int, a2: int) -> int:
+        await anyio.sleep(0.001)
+        return a1 + a2
+
+    @cat.fn
+    async def b2(a2: int, a0: int) -> int:
+        await anyio.sleep(0.001)
+        return a2 + a0
+
+    @cat.fn
+    async def c0(b0: int, b1: int, b2: int) -> int:
+        await anyio.sleep(0.001)
+        return b0 + b1 + b2
+
+    @cat.rule
+    def answer(c0: int) -> int:
+        return c0
+
+    system = System(cat, journal=journal)
+    for _ in range(3):
+        journal.commits.clear()
+        response = anyio.run(lambda: system.aask({"x": 1}))
+        assert response["answer"].value == 12
+        kinds = [[params[1] if sql == INSERT_ENTRY else sql.split()[0] for sql, params in c]
+                 for c in journal.commits]  # fmt: skip
+        assert [sorted(k) for k in kinds] == [
+            ["INSERT", "started", "started", "started"],
+            ["settled", "settled", "settled", "started", "started", "started"],
+            ["settled", "settled", "settled", "started"],
+            ["settled", "started"],
+            ["UPDATE", "settled"],
+        ]
 
 
 def test_a_failed_commit_keeps_its_statements_and_raises() -> None:
