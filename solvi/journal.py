@@ -62,8 +62,10 @@ __all__ = [
 from solvi.errors import SolviError
 
 # Entries are never deleted, so a plain rowid (one more than the largest) still only
-# grows; AUTOINCREMENT would also rewrite sqlite_sequence on every commit. (Journals
-# created with AUTOINCREMENT keep it.)
+# grows; AUTOINCREMENT would also rewrite sqlite_sequence on every commit. Requests are
+# found by id only, so their table is keyed by it (WITHOUT ROWID: one B-tree, not a
+# table and an index), and the index of open requests holds only those. A commit then
+# writes fewer pages. (Journals created before keep their tables; the SQL is the same.)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS journal_requests (
@@ -79,7 +81,7 @@ CREATE TABLE IF NOT EXISTS journal_requests (
     claimed_at REAL,
     closed_at REAL,
     response_hash TEXT
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal_entries (
     seq INTEGER PRIMARY KEY,
     request_id TEXT NOT NULL,
@@ -94,7 +96,8 @@ CREATE TABLE IF NOT EXISTS journal_entries (
     checksum TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_id, seq);
-CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (closed_at);
+CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (opened_at)
+    WHERE closed_at IS NULL;
 """
 VERSION = 1
 
@@ -844,8 +847,10 @@ class SQLiteJournal(Journal):
 
 
 # The same tables in PostgreSQL's types.
-PG_SCHEMA = SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY").replace(
-    "REAL", "DOUBLE PRECISION"
+PG_SCHEMA = (
+    SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY")
+    .replace("REAL", "DOUBLE PRECISION")
+    .replace(" WITHOUT ROWID", "")
 )
 
 

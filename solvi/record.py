@@ -87,9 +87,13 @@ def to_record_value(value: Any, where: str) -> Any:
     )
 
 
+#: made once: `json.dumps` with these options builds an encoder on every call
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
 def canonical_json(data: Any) -> str:
     """The one JSON text of a record: sorted keys, no spaces, no NaN."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return _CANONICAL.encode(data)
 
 
 def record_hash(data: Any) -> str:

@@ -362,6 +362,57 @@ def test_an_autoincrement_journal_still_works(tmp_path: Path) -> None:
     system.close()
 
 
+def test_new_sqlite_journals_key_requests_by_id(tmp_path: Path) -> None:
+    """A new journal keeps requests in one B-tree keyed by id, and indexes only the
+    open ones; `unfinished` lists exactly those, oldest first."""
+    journal = SQLiteJournal(tmp_path / "j.db")
+    details = {"catalog": "c", "catalog_version": "v", "state_json": "{}", "plan": ("a",)}
+    for request_id in ("r1", "r2", "r3"):
+        journal.open(request_id, early_exit=True, **details)
+    journal.close_request("r2", None)
+    assert [rj.request_id for rj in journal.unfinished()] == ["r1", "r3"]
+    journal.close()
+    with sqlite3.connect(tmp_path / "j.db") as conn:
+        tables = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT request_id FROM journal_requests "
+            "WHERE closed_at IS NULL ORDER BY opened_at"
+        ).fetchall()
+    assert tables["journal_requests"].endswith("WITHOUT ROWID")
+    assert "sqlite_autoindex_journal_requests_1" not in tables
+    assert "WHERE closed_at IS NULL" in tables["journal_requests_open"]
+    assert "journal_requests_open" in str(plan)
+
+
+def test_a_journal_with_the_earlier_request_table_still_works(tmp_path: Path) -> None:
+    """A journal whose requests table has a rowid and a full index of closing times
+    (as made before) keeps them, and is written, listed and resumed as before."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            "CREATE TABLE journal_requests (request_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+            "catalog TEXT NOT NULL, catalog_version TEXT NOT NULL, input_hash TEXT NOT NULL, "
+            "input TEXT NOT NULL, plan TEXT NOT NULL, early_exit INTEGER NOT NULL, "
+            "opened_at REAL NOT NULL, claimed_at REAL, closed_at REAL, response_hash TEXT);"
+            "CREATE INDEX journal_requests_open ON journal_requests (closed_at);"
+        )
+    system = System(_catalog(), journal=path)
+    response = anyio.run(system.aask, {"x": 1})
+    assert response["total"].value == 2.25
+    assert system.journal is not None
+    system.journal.open(
+        "left-open", catalog="c", catalog_version="v", state_json="{}", plan=("a",),
+        early_exit=True,
+    )  # fmt: skip
+    assert [rj.request_id for rj in system.journal.unfinished()] == ["left-open"]
+    system.close()
+    with sqlite3.connect(path) as conn:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'journal_requests_open'"
+        ).fetchone()
+    assert sql.endswith("(closed_at)")
+
+
 def test_checkpoints_run_in_the_journals_own_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
