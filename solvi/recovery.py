@@ -6,6 +6,7 @@ it; `inspect`, `recover` and `prepare_resume` read the journal back.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
@@ -139,8 +140,18 @@ def value_forms(value: Any, part: str) -> tuple[str, str | None]:
     return canonical_json(to_record_value(value, part)), pack_exact(value)
 
 
+#: input values whose record form is the value itself
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 def state_json(state: dict[str, Any]) -> str:
     """The canonical JSON of a request's input (what the journal keeps and hashes)."""
+    for value in state.values():
+        kind = type(value)
+        if kind not in _AS_IS and not (kind is float and math.isfinite(value)):
+            break
+    else:
+        return canonical_json(state)  # plain scalars only: nothing to convert
     return canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
 
 

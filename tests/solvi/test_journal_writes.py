@@ -30,7 +30,8 @@ from solvi.journal import (
     unpack_exact,
 )
 from solvi.record import canonical_json, to_record_value
-from solvi.recovery import value_forms
+from solvi.recovery import state_json, value_forms
+from solvi.system import _new_request_id
 
 POSTGRES = os.environ.get("SOLVI_TEST_POSTGRES_DSN")
 
@@ -65,6 +66,27 @@ def test_value_forms_match_the_record_and_pickle(value: Any) -> None:
     """The direct forms of plain values equal the general ones."""
     expected = (canonical_json(to_record_value(value, "p")), pack_exact(value))
     assert value_forms(value, "p") == expected
+
+
+@pytest.mark.parametrize(
+    "state",
+    [{}, {"x": 1}, {"b": "é ☃", "a": None, "c": True, "d": 1.5, "e": 10**30, "f": -0.0},
+     {"nan": float("nan")}, {"inf": float("-inf")}, {"t": (1, 2)}, {"d": dt.date(2026, 1, 3)},
+     {"nested": {"b": [1, {"a": 2}]}}, {"x": 1, "later": [1]}],
+)  # fmt: skip
+def test_state_json_matches_the_record_form(state: dict[str, Any]) -> None:
+    """The input's JSON, taken directly for plain scalars, equals its record form."""
+    expected = canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
+    assert state_json(state) == expected
+
+
+def test_request_ids_are_hex_and_sort_by_time() -> None:
+    ids = [_new_request_id() for _ in range(1000)]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert sorted(ids) == sorted(ids, key=lambda i: int(i[:16], 16))
+    later = _new_request_id()
+    assert later[:16] >= max(ids)[:16]
 
 
 def test_finite_floats_need_no_pickle() -> None:
