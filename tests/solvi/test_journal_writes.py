@@ -219,11 +219,8 @@ def test_a_leader_waits_one_turn_when_no_worker_is_coming() -> None:
     ]
 
 
-def test_aask_commits_once_per_layer(tmp_path: Path) -> None:
-    """On a flow of three layers of async parts and a rule, a request commits five
-    times: the open entry with the first layer's starts, one per layer after it,
-    and the close."""
-    journal = Recording()
+def _layers() -> Catalog:
+    """Three layers of async parts (3, 3, 1) and a rule."""
     cat = Catalog("layers")
 
     @cat.fn
@@ -265,6 +262,15 @@ def test_aask_commits_once_per_layer(tmp_path: Path) -> None:
     def answer(c0: int) -> int:
         return c0
 
+    return cat
+
+
+def test_aask_commits_once_per_layer(tmp_path: Path) -> None:
+    """On a flow of three layers of async parts and a rule, a request commits five
+    times: the open entry with the first layer's starts, one per layer after it,
+    and the close."""
+    journal = Recording()
+    cat = _layers()
     system = System(cat, journal=journal)
     for _ in range(3):
         journal.commits.clear()
@@ -347,6 +353,24 @@ def _catalog() -> Catalog:
         return a + b
 
     return cat
+
+
+def test_no_worker_stays_announced_after_a_request_ends_or_is_cancelled() -> None:
+    """Workers announced to the group (woken or started, not yet run) are all
+    accounted for when a request ends, however it ends; otherwise every later
+    commit would wait for workers that never come."""
+    system = System(_layers(), journal=Recording())
+
+    async def main() -> None:
+        await system.aask({"x": 1})
+        for delay in (0, 0.0002, 0.0005, 0.001, 0.0015, 0.002, 0.003):
+            with anyio.move_on_after(delay):
+                await system.aask({"x": 1})
+        (group,) = system._groups.values()
+        assert group.coming == 0
+        assert group.pending == []  # nothing a cancelled request wrote is left uncommitted
+
+    anyio.run(main)
 
 
 def test_new_sqlite_journals_number_entries_without_autoincrement(tmp_path: Path) -> None:
