@@ -355,7 +355,8 @@ def _catalog() -> Catalog:
     return cat
 
 
-def test_no_worker_stays_announced_after_a_request_ends_or_is_cancelled() -> None:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_no_worker_stays_announced_after_a_request_ends_or_is_cancelled(backend: str) -> None:
     """Workers announced to the group (woken or started, not yet run) are all
     accounted for when a request ends, however it ends; otherwise every later
     commit would wait for workers that never come."""
@@ -370,7 +371,7 @@ def test_no_worker_stays_announced_after_a_request_ends_or_is_cancelled() -> Non
         assert group.coming == 0
         assert group.pending == []  # nothing a cancelled request wrote is left uncommitted
 
-    anyio.run(main)
+    anyio.run(main, backend=backend)
 
 
 def test_new_sqlite_journals_number_entries_without_autoincrement(tmp_path: Path) -> None:
