@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import base64
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -31,6 +32,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +61,7 @@ __all__ = [
     "unpack_exact",
 ]
 
+from solvi._journal_log import LOGS_SCHEMA, Applied, LogWriter, apply_logs, encode, log_files
 from solvi.errors import SolviError
 
 # Entries are never deleted, so a plain rowid (one more than the largest) still only
@@ -100,6 +103,9 @@ CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (opened_at)
     WHERE closed_at IS NULL;
 """
 VERSION = 1
+#: SQLite journals since commit logs: an older solvi would not read the logs, so it
+#: must refuse them
+SQLITE_VERSION = 2
 
 
 class JournalError(SolviError, RuntimeError):
@@ -541,6 +547,12 @@ class Journal(abc.ABC):
         """Commit several statements in one transaction."""
         self._transaction(statements)
 
+    def has_request(self, request_id: str) -> bool:
+        """Whether the journal holds a request with this id, finished or not."""
+        return bool(
+            self._fetch("SELECT 1 FROM journal_requests WHERE request_id = ?", (request_id,))
+        )
+
     def running_here(self, request_id: str) -> None:
         """Note that this process is running (or resuming) the request right now."""
         self.active.add(request_id)
@@ -624,7 +636,7 @@ class Journal(abc.ABC):
                 self.damaged.add(request_id)  # one damaged row must not hide the others
 
 
-def _is_new(version_row: tuple[Any, ...] | None, where: object) -> bool:
+def _is_new(version_row: tuple[Any, ...] | None, where: object, version: int = VERSION) -> bool:
     """Whether a journal's version row is missing (a new journal, to be stamped).
 
     Raises:
@@ -632,86 +644,39 @@ def _is_new(version_row: tuple[Any, ...] | None, where: object) -> bool:
     """
     if version_row is None:
         return True
-    if version_row[0] > VERSION:
+    if version_row[0] > version:
         msg = (
             f"journal {where} has schema version {version_row[0]}, newer than this solvi "
-            f"understands ({VERSION}); upgrade solvi"
+            f"understands ({version}); upgrade solvi"
         )
         raise JournalError(msg)
     return False
 
 
-class _Checkpointer:
-    """Copies a journal's WAL back into its database in a thread of its own.
-
-    Left to itself, SQLite does that inside whichever commit takes the WAL past
-    1000 pages: on the event loop's thread, which then stalls for the copy and
-    its syncs. This thread is woken every `every` commits and runs passive
-    checkpoints (which never block a writer) until it has caught up; the
-    writers' own automatic checkpoint stays on at `BACKSTOP_PAGES`, in case it
-    falls behind. Durability is unchanged: a commit is as durable in the WAL.
-    """
-
-    every = 64
-    catch_up = 3
-
-    def __init__(self, path: Path, synchronous: str) -> None:
-        self._path = path
-        self._synchronous = synchronous
-        self._commits = 0
-        self._wake = threading.Event()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def committed(self) -> None:
-        """Count a commit (from any thread; an approximate count is enough)."""
-        self._commits += 1
-        if self._commits % self.every or self._stopped:
-            return
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name="solvi-journal-checkpoint", daemon=True
-            )
-            self._thread.start()
-        self._wake.set()
-
-    def _run(self) -> None:
-        conn = sqlite3.connect(self._path, timeout=30.0, isolation_level=None)
-        try:
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stopped:
-                    return
-                for _ in range(self.catch_up):
-                    try:
-                        busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    except sqlite3.Error:
-                        break  # tried again on the next wake; the backstop covers the rest
-                    if busy or done >= log:
-                        break  # caught up (the next writer starts the WAL over), or blocked
-        finally:
-            conn.close()
-
-    def stop(self) -> None:
-        """End the thread (it finishes a checkpoint in progress first)."""
-        self._stopped = True
-        self._wake.set()
-
-
-#: the writers' own automatic checkpoint, should the checkpoint thread fall behind
-BACKSTOP_PAGES = 4000
+#: the statements a commit log carries, by the small number that stands for each
+_LOGGED = {INSERT_ENTRY: 0, OPEN_REQUEST: 1, CLOSE_REQUEST: 2}
+_SQL_OF = {tag: sql for sql, tag in _LOGGED.items()}
+#: where each logged statement's parameters hold the request id
+_REQUEST_AT = {0: 0, 1: 0, 2: 2}
 
 
 class SQLiteJournal(Journal):
     """A journal in a SQLite file (WAL), shared by the processes of one machine.
+
+    A commit is an append to a log file of this process's own, next to the
+    database (see `solvi._journal_log`); a thread of the journal's own applies
+    the log to the database every `apply_every` seconds, and every reader
+    applies what is left first (an inspection in a transaction it rolls back).
+    So a commit on the event loop costs one write, not a SQLite transaction.
 
     Args:
         path: the database file.
         synchronous: ``"NORMAL"`` (default) survives a killed process, not a
             power loss; ``"FULL"`` survives both, at an fsync per commit.
     """
+
+    #: seconds the journal's thread lets commits gather before applying them
+    apply_every = 0.05
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("NORMAL", "FULL"):
@@ -723,17 +688,23 @@ class SQLiteJournal(Journal):
         self.active: set[str] = set()
         self.damaged: set[str] = set()
         self._local = threading.local()
-        self._checkpointer = _Checkpointer(self.path, synchronous)
         self._lock_dir = Path(f"{self.path}.owners")
         self._lock_dir.mkdir(parents=True, exist_ok=True)
+        self._log = LogWriter(self._lock_dir, self._safe(self.owner), sync=synchronous == "FULL")
+        self._applier: threading.Thread | None = None
+        self._applier_lock = threading.Lock()
+        self._apply_wake = threading.Event()
+        self._stopping = False
         self._owner_file = open(self._lock_dir / f"{self._safe(self.owner)}.lock", "w")
         fcntl.flock(self._owner_file, fcntl.LOCK_EX)
         conn = self._conn()
         with conn:
-            conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA + LOGS_SCHEMA)
             row = conn.execute("SELECT version FROM journal_version").fetchone()
-            if _is_new(row, self.path):
-                conn.execute("INSERT INTO journal_version VALUES (?)", (VERSION,))
+            if _is_new(row, self.path, SQLITE_VERSION):
+                conn.execute("INSERT INTO journal_version VALUES (?)", (SQLITE_VERSION,))
+            elif row is not None and row[0] < SQLITE_VERSION:
+                conn.execute("UPDATE journal_version SET version = ?", (SQLITE_VERSION,))
 
     @staticmethod
     def _safe(owner: str) -> str:
@@ -748,19 +719,29 @@ class SQLiteJournal(Journal):
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             self._local.conn = conn
         return conn
 
     def __del__(self) -> None:
-        # An abandoned journal releases its owner lock, as the process's death would.
+        # An abandoned journal releases its owner lock, as the process's death would
+        # (at interpreter exit, what close needs may be gone: the log stays, to be applied).
         owner_file = getattr(self, "_owner_file", None)
         if owner_file is not None and not owner_file.closed:
-            self.close()
+            with contextlib.suppress(Exception):
+                self.close()
 
     def close(self) -> None:
-        """Release this process's owner lock (its unclosed requests become recoverable)."""
-        self._checkpointer.stop()
+        """Apply this process's log, and release its owner lock (its unclosed
+        requests become recoverable)."""
+        self._stopping = True
+        self._apply_wake.set()
+        applier = self._applier
+        if applier is not None and applier is not threading.current_thread():
+            applier.join()
+        self._applier = None
+        self._log.close()
+        if not self._owner_file.closed:
+            self._apply_own_log()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -770,35 +751,117 @@ class SQLiteJournal(Journal):
             self._owner_file.close()
             (self._lock_dir / f"{self._safe(self.owner)}.lock").unlink(missing_ok=True)
 
+    def _apply_own_log(self) -> None:
+        """Apply this process's log for good and delete its files (kept, for a later
+        reader to apply, if that fails)."""
+        name = self._log.name
+        if self._log.generation == 0:
+            return  # never written
+        try:
+            with self._view(commit=True, only=name):
+                row = (
+                    self._conn()
+                    .execute("SELECT generation, applied FROM journal_logs WHERE name = ?", (name,))
+                    .fetchone()
+                )
+        except (sqlite3.Error, OSError):
+            return
+        if row is not None and tuple(row) == (self._log.generation, self._log.size):
+            for generation in log_files(self._lock_dir).get(name, []):
+                self._log.path(generation).unlink(missing_ok=True)
+
+    # -- writing: appends to this process's log ---------------------------------
+
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        self._conn().execute(sql, params)
-        self._checkpointer.committed()
+        tag = _LOGGED.get(sql)
+        if tag is None:  # not a journal write: straight to the database, after the logs
+            with self._view(commit=True):
+                self._conn().execute(sql, params)
+            return
+        self._append([(tag, params)])
 
     def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        conn = self._conn()
-        conn.execute("BEGIN")
         try:
-            # Runs of one statement (the entries) go to SQLite in one call.
-            count = len(statements)
-            start = 0
-            while start < count:
-                sql = statements[start][0]
-                end = start + 1
-                while end < count and statements[end][0] == sql:
-                    end += 1
-                if end == start + 1:
-                    conn.execute(sql, statements[start][1])
-                else:
-                    conn.executemany(sql, [params for _, params in statements[start:end]])
-                start = end
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        self._checkpointer.committed()
+            tagged = [(_LOGGED[sql], params) for sql, params in statements]
+        except KeyError:
+            with self._view(commit=True):
+                conn = self._conn()
+                for sql, params in statements:
+                    conn.execute(sql, params)
+            return
+        self._append(tagged)
+
+    def _append(self, tagged: list[tuple[int, tuple[Any, ...]]]) -> None:
+        ids = dict.fromkeys(str(params[_REQUEST_AT[tag]]) for tag, params in tagged)
+        self._log.append(encode(tagged, ids))
+        if not self._apply_wake.is_set():
+            if self._applier is None:
+                self._start_applier()
+            self._apply_wake.set()
+
+    def _start_applier(self) -> None:
+        with self._applier_lock:
+            if self._applier is None and not self._stopping:
+                self._applier = threading.Thread(
+                    target=_apply_in_background,
+                    args=(weakref.ref(self), self._apply_wake),
+                    name="solvi-journal-apply",
+                    daemon=True,
+                )
+                self._applier.start()
+
+    # -- reading: the database, with every log applied --------------------------
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return list(self._conn().execute(sql, params).fetchall())
+        with self._view():
+            return list(self._conn().execute(sql, params).fetchall())
+
+    @contextlib.contextmanager
+    def _view(self, *, commit: bool = False, only: str | None = None) -> Iterator[Applied]:
+        """A transaction on this thread's connection in which every log (or the log
+        `only`) is applied; committed with `commit`, else rolled back."""
+        current: Applied | None = getattr(self._local, "view", None)
+        if current is not None:
+            if commit and not self._local.view_commits:
+                msg = "a journal write inside a read of the journal"
+                raise JournalError(msg)
+            yield current
+            return
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            applied = apply_logs(conn, self._lock_dir, _SQL_OF, self._alive_name, only)
+            self._local.view, self._local.view_commits = applied, commit
+            yield applied
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT" if commit else "ROLLBACK")
+        finally:
+            self._local.view = None
+        if commit:
+            applied.remove_spent()
+
+    def catch_up(self) -> None:
+        """Apply every process's log to the database now, for good (readers apply
+        the logs for themselves; this is for tools that read the file directly)."""
+        with self._view(commit=True):
+            pass
+
+    def load(self, request_id: str) -> RequestJournal:
+        """Everything journaled for one request (see `Journal.load`)."""
+        with self._view() as applied:
+            found = super().load(request_id)
+        torn = applied.torn.get(request_id, 0)
+        return attrs.evolve(found, skipped_torn=found.skipped_torn + torn) if torn else found
+
+    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
+        """Every request opened and not closed (read only; claims nothing)."""
+        with self._view():
+            found = list(super().unfinished(catalog))
+        yield from found
 
     # -- liveness and claims -------------------------------------------------
 
@@ -806,9 +869,14 @@ class SQLiteJournal(Journal):
         """Whether the process that owns `owner` still holds its lock."""
         if owner == self.owner:
             return not self._owner_file.closed
-        path = self._lock_dir / f"{self._safe(owner)}.lock"
+        return self._alive_name(self._safe(owner))
+
+    def _alive_name(self, name: str) -> bool:
+        """Whether the owner whose lock file is called `name` still holds it."""
+        if name == self._log.name:
+            return not self._owner_file.closed
         try:
-            handle = open(path)
+            handle = open(self._lock_dir / f"{name}.lock")
         except FileNotFoundError:
             return False
         try:
@@ -821,29 +889,50 @@ class SQLiteJournal(Journal):
 
     def claim(self, request_id: str) -> bool:
         """Take over an unclosed request whose owner is dead; only one claimant wins."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(
-                "SELECT owner, closed_at FROM journal_requests WHERE request_id = ?",
-                (request_id,),
-            ).fetchone()
+        with self._view(commit=True):  # every log applied for good first
+            row = (
+                self._conn()
+                .execute(
+                    "SELECT owner, closed_at FROM journal_requests WHERE request_id = ?",
+                    (request_id,),
+                )
+                .fetchone()
+            )
             if row is None or row[1] is not None:
-                conn.execute("ROLLBACK")
                 return False
             if row[0] != self.owner and self.owner_alive(row[0]):
-                conn.execute("ROLLBACK")
                 return False
-            conn.execute(
+            self._conn().execute(
                 "UPDATE journal_requests SET owner = ?, claimed_at = ? WHERE request_id = ?",
                 (self.owner, time.time(), request_id),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         return True
+
+
+def _apply_in_background(ref: weakref.ref[SQLiteJournal], wake: threading.Event) -> None:
+    """The journal's thread: on the first commit after a pause, wait `apply_every`
+    seconds for more, then apply its log; until the journal closes or goes away."""
+    try:
+        while True:
+            wake.wait()
+            journal = ref()
+            if journal is None or journal._stopping:
+                return
+            time.sleep(journal.apply_every)
+            wake.clear()
+            # A failure is left for the next round, and for readers, to meet again.
+            with contextlib.suppress(Exception):
+                with journal._view(commit=True, only=journal._log.name):
+                    pass
+            if journal._stopping:  # its wake-up may have been cleared above
+                return
+            del journal
+    finally:
+        journal = ref()
+        conn = None if journal is None else getattr(journal._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            journal._local.conn = None  # type: ignore[union-attr]
 
 
 # The same tables in PostgreSQL's types.

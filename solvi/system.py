@@ -530,9 +530,22 @@ class System:
         if self.journal is not None or self.store is not None:
             rid = request_id or _new_request_id()
             run.request_id = rid
+            if self.journal is not None and request_id is not None:
+                self._check_new_in_journal(request_id, self.journal)
             if self.journal is not None:
                 recovery.begin(self.journal, run, rid, self.name, self._journal_version, group)
         return run
+
+    @staticmethod
+    def _check_new_in_journal(request_id: str, journal: Journal) -> None:
+        """A caller's request id must be new to the journal (made ones always are)."""
+        if journal.has_request(request_id):
+            msg = (
+                f"request id {request_id!r} is already in the journal {journal}: give each "
+                f"request an id of its own (or leave request_id out), and finish an "
+                f"interrupted one with system.resume({request_id!r})"
+            )
+            raise ValueError(msg)
 
     async def aask(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +25,6 @@ from solvi.journal import (
     Journal,
     PostgresJournal,
     SQLiteJournal,
-    _Checkpointer,
     entry_row,
     pack_exact,
     unpack_exact,
@@ -460,25 +460,42 @@ def test_a_journal_with_the_earlier_request_table_still_works(tmp_path: Path) ->
     assert sql.endswith("(closed_at)")
 
 
-def test_checkpoints_run_in_the_journals_own_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every few commits a thread copies the WAL into the database; closing ends it."""
-    monkeypatch.setattr(_Checkpointer, "every", 4)
+def test_a_commit_is_an_append_and_the_database_fills_behind_it(tmp_path: Path) -> None:
+    """Committing from a thread never opens the database on that thread: the entry
+    goes to the process's log, and the journal's own thread applies it. Readers see
+    it at once; the file has it once applied, and closing applies the rest."""
     journal = SQLiteJournal(tmp_path / "j.db")
-    before = os.path.getsize(tmp_path / "j.db")
+    journal.apply_every = 0.01
     rows = EntryRows("r")
-    for i in range(40):
-        journal.write_statements([(INSERT_ENTRY, rows.started(i, f"p{i}"))])
-    thread = journal._checkpointer._thread
-    assert thread is not None
+    journal.write_statements([_open(journal, "r")])
+    used_sqlite: list[bool] = []
+
+    def commit_from_a_thread() -> None:
+        for i in range(40):
+            journal.write_statements([(INSERT_ENTRY, rows.started(i, f"p{i}"))])
+        used_sqlite.append(getattr(journal._local, "conn", None) is not None)
+
+    writer = threading.Thread(target=commit_from_a_thread)
+    writer.start()
+    writer.join()
+    assert used_sqlite == [False]
+    assert len(journal.load("r").entries) == 40  # a reader applies the log first
+
+    def in_file() -> int:
+        with sqlite3.connect(tmp_path / "j.db") as conn:
+            return int(conn.execute("SELECT count(*) FROM journal_entries").fetchone()[0])
+
     deadline = time.monotonic() + 10
-    while os.path.getsize(tmp_path / "j.db") == before and time.monotonic() < deadline:
+    while in_file() < 40 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert os.path.getsize(tmp_path / "j.db") > before  # pages copied back from the WAL
+    assert in_file() == 40  # applied by the journal's thread
+    journal.write_statements([(INSERT_ENTRY, rows.started(40, "last"))])
+    applier = journal._applier
     journal.close()
-    thread.join(timeout=10)
-    assert not thread.is_alive()
+    assert in_file() == 41
+    assert applier is not None
+    assert not applier.is_alive()
+    assert list((tmp_path / "j.db.owners").glob("*.log")) == []  # applied, then deleted
 
 
 @pytest.fixture
