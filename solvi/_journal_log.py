@@ -257,7 +257,10 @@ def _apply_records(
         payload = data[pos + _HEADER.size : end]
         if end > end_of_data or zlib.crc32(payload) != crc:
             return pos, payload
-        statements = _loads(payload[payload.index(b"\n") + 1 :])
+        try:
+            statements = _loads(payload[payload.index(b"\n") + 1 :])
+        except (pickle.UnpicklingError, ValueError, EOFError, TypeError):
+            return pos, payload  # whole, yet not a record this journal writes: damaged
         _execute_runs(conn, statements, sql_of)
         pos = end
     return pos, None

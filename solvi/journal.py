@@ -694,7 +694,7 @@ class SQLiteJournal(Journal):
         self._applier: threading.Thread | None = None
         self._applier_lock = threading.Lock()
         self._apply_wake = threading.Event()
-        self._stopping = False
+        self._apply_stop = threading.Event()
         self._owner_file = open(self._lock_dir / f"{self._safe(self.owner)}.lock", "w")
         fcntl.flock(self._owner_file, fcntl.LOCK_EX)
         conn = self._conn()
@@ -733,7 +733,7 @@ class SQLiteJournal(Journal):
     def close(self) -> None:
         """Apply this process's log, and release its owner lock (its unclosed
         requests become recoverable)."""
-        self._stopping = True
+        self._apply_stop.set()
         self._apply_wake.set()
         applier = self._applier
         if applier is not None and applier is not threading.current_thread():
@@ -801,10 +801,10 @@ class SQLiteJournal(Journal):
 
     def _start_applier(self) -> None:
         with self._applier_lock:
-            if self._applier is None and not self._stopping:
+            if self._applier is None and not self._apply_stop.is_set():
                 self._applier = threading.Thread(
                     target=_apply_in_background,
-                    args=(weakref.ref(self), self._apply_wake),
+                    args=(weakref.ref(self), self._apply_wake, self._apply_stop),
                     name="solvi-journal-apply",
                     daemon=True,
                 )
@@ -909,23 +909,29 @@ class SQLiteJournal(Journal):
         return True
 
 
-def _apply_in_background(ref: weakref.ref[SQLiteJournal], wake: threading.Event) -> None:
+def _apply_in_background(
+    ref: weakref.ref[SQLiteJournal], wake: threading.Event, stop: threading.Event
+) -> None:
     """The journal's thread: on the first commit after a pause, wait `apply_every`
     seconds for more, then apply its log; until the journal closes or goes away."""
     try:
         while True:
             wake.wait()
             journal = ref()
-            if journal is None or journal._stopping:
+            if journal is None or stop.is_set():
                 return
-            time.sleep(journal.apply_every)
+            every = journal.apply_every
+            del journal  # an abandoned journal may go meanwhile
+            if stop.wait(every):
+                return
             wake.clear()
+            journal = ref()
+            if journal is None:
+                return
             # A failure is left for the next round, and for readers, to meet again.
             with contextlib.suppress(Exception):
                 with journal._view(commit=True, only=journal._log.name):
                     pass
-            if journal._stopping:  # its wake-up may have been cleared above
-                return
             del journal
     finally:
         journal = ref()
