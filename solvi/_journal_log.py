@@ -261,9 +261,19 @@ def _apply_records(
             statements = _loads(payload[payload.index(b"\n") + 1 :])
         except (pickle.UnpicklingError, ValueError, EOFError, TypeError):
             return pos, payload  # whole, yet not a record this journal writes: damaged
+        if not _well_formed(statements, sql_of):
+            return pos, payload
         _execute_runs(conn, statements, sql_of)
         pos = end
     return pos, None
+
+
+def _well_formed(statements: Any, sql_of: dict[int, str]) -> bool:
+    """Whether a record holds what this journal writes: (known statement, params) pairs."""
+    return type(statements) is list and all(
+        type(st) is tuple and len(st) == 2 and st[0] in sql_of and type(st[1]) is tuple
+        for st in statements
+    )
 
 
 def _execute_runs(

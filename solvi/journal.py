@@ -830,7 +830,14 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            applied = apply_logs(conn, self._lock_dir, _SQL_OF, self._alive_name, only)
+            try:
+                applied = apply_logs(conn, self._lock_dir, _SQL_OF, self._alive_name, only)
+            except sqlite3.IntegrityError as exc:
+                msg = (
+                    f"a commit log in {self._lock_dir} holds an entry the database refuses "
+                    f"({exc}): two processes journaled requests under one id"
+                )
+                raise JournalError(msg) from exc
             self._local.view, self._local.view_commits = applied, commit
             yield applied
         except BaseException:

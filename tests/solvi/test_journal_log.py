@@ -248,3 +248,35 @@ def test_a_request_id_already_in_the_journal_is_refused(tmp_path: Path) -> None:
             system.ask({"x": 2}, request_id="once")
     finally:
         system.close()
+
+
+def test_a_record_of_unknown_statements_is_damaged(killed: Path) -> None:
+    (log,) = logs(killed)
+    with open(log, "ab") as handle:
+        handle.write(encode([(9, ("req",))], ["req"]))
+    reader = SQLiteJournal(killed)
+    try:
+        assert reader.load("req").skipped_torn == 1
+    finally:
+        reader.close()
+
+
+def test_two_writers_of_one_request_id_get_a_clear_error(tmp_path: Path) -> None:
+    """Two processes journaling requests under one id (only explicit ids can clash)
+    leave logs the database refuses to merge: readers say so."""
+    first, second = SQLiteJournal(tmp_path / "j.db"), SQLiteJournal(tmp_path / "j.db")
+    for journal in (first, second):
+        journal.apply_every = 3600
+        journal.open(
+            "dup", catalog="c", catalog_version="v", state_json="{}", plan=("a",),
+            early_exit=True,
+        )  # fmt: skip
+    try:
+        with pytest.raises(JournalError, match="two processes journaled requests under one id"):
+            first.load("dup")
+    finally:
+        second._apply_stop.set()
+        second._log.close()
+        second._owner_file.close()  # dies without applying its log
+        first.close()  # applies its own log: the database has no "dup" yet
+    assert in_file(tmp_path / "j.db", "SELECT owner FROM journal_requests") == [(first.owner,)]
