@@ -15,7 +15,7 @@ Logs rotate: once a log passes `ROTATE_BYTES` its owner goes on in a new file
 (the next generation), and a generation that has been applied is deleted.
 
 A record is an 8-byte header (the payload's length and CRC-32, little-endian)
-and the payload: the request ids it touches, on one line (so that a torn record
+and the payload: the request ids it touches, length first (so that a torn record
 can still name them), then the statements, pickled. Only plain values (tuples,
 strings, numbers, None) are unpickled, never a class: every reader reads logs.
 """
@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS journal_logs (
 ROTATE_BYTES = 16 * 1024 * 1024
 
 _HEADER = struct.Struct("<II")
+_IDS = struct.Struct("<I")
 _SUFFIX = ".log"
 
 
@@ -73,8 +74,9 @@ def _loads(data: bytes) -> Any:
 
 
 def encode(statements: list[tuple[int, tuple[Any, ...]]], request_ids: Iterable[str]) -> bytes:
-    """One record: header, the request ids' line, the pickled statements."""
-    payload = "\x1f".join(request_ids).encode() + b"\n" + pickle.dumps(statements, protocol=5)
+    """One record: header, the request ids (length first), the pickled statements."""
+    ids = "\x1f".join(request_ids).encode()
+    payload = _IDS.pack(len(ids)) + ids + pickle.dumps(statements, protocol=5)
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
@@ -258,8 +260,8 @@ def _apply_records(
         if end > end_of_data or zlib.crc32(payload) != crc:
             return pos, payload
         try:
-            statements = _loads(payload[payload.index(b"\n") + 1 :])
-        except (pickle.UnpicklingError, ValueError, EOFError, TypeError):
+            statements = _loads(payload[_IDS.size + _IDS.unpack_from(payload)[0] :])
+        except (pickle.UnpicklingError, ValueError, EOFError, TypeError, struct.error):
             return pos, payload  # whole, yet not a record this journal writes: damaged
         if not _well_formed(statements, sql_of):
             return pos, payload
@@ -295,11 +297,14 @@ def _execute_runs(
 
 
 def _named(partial: bytes) -> list[str]:
-    """The request ids a torn record names, if its first line survived."""
-    line, newline, _ = partial.partition(b"\n")
-    if not newline:
+    """The request ids a torn record names, if they survived."""
+    if len(partial) < _IDS.size:
+        return []
+    (length,) = _IDS.unpack_from(partial)
+    ids = partial[_IDS.size : _IDS.size + length]
+    if len(ids) < length:
         return []
     try:
-        return [i for i in line.decode().split("\x1f") if i]
+        return [i for i in ids.decode().split("\x1f") if i]
     except UnicodeDecodeError:
         return []

@@ -764,7 +764,7 @@ class SQLiteJournal(Journal):
                     .execute("SELECT generation, applied FROM journal_logs WHERE name = ?", (name,))
                     .fetchone()
                 )
-        except (sqlite3.Error, OSError):
+        except (sqlite3.Error, OSError, JournalError):
             return
         if row is not None and tuple(row) == (self._log.generation, self._log.size):
             for generation in log_files(self._lock_dir).get(name, []):

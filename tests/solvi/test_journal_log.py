@@ -118,7 +118,7 @@ def test_a_torn_last_record_is_skipped_and_counted(killed: Path) -> None:
 def test_a_record_with_a_class_in_it_is_damaged_not_loaded(killed: Path) -> None:
     """A log is read by every inspector, so a record is only ever plain values."""
     (log,) = logs(killed)
-    payload = b"req\n" + pickle.dumps([(0, (JournalError("x"),))], protocol=5)
+    payload = b"\3\0\0\0req" + pickle.dumps([(0, (JournalError("x"),))], protocol=5)
     record = _journal_log._HEADER.pack(len(payload), _journal_log.zlib.crc32(payload)) + payload
     with open(log, "ab") as handle:
         handle.write(record)
@@ -280,3 +280,17 @@ def test_two_writers_of_one_request_id_get_a_clear_error(tmp_path: Path) -> None
         second._owner_file.close()  # dies without applying its log
         first.close()  # applies its own log: the database has no "dup" yet
     assert in_file(tmp_path / "j.db", "SELECT owner FROM journal_requests") == [(first.owner,)]
+
+
+def test_any_request_id_survives_the_log(tmp_path: Path) -> None:
+    journal = SQLiteJournal(tmp_path / "j.db")
+    journal.apply_every = 3600
+    odd = "line\nbreak\x1fand unit separator é"
+    try:
+        journal.open(
+            odd, catalog="c", catalog_version="v", state_json="{}", plan=("a",), early_exit=True
+        )
+        journal.started(odd, 0, "a")
+        assert [e.kind for e in journal.load(odd).entries] == ["started"]
+    finally:
+        journal.close()
