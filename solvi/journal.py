@@ -920,7 +920,7 @@ def _apply_in_background(
     ref: weakref.ref[SQLiteJournal], wake: threading.Event, stop: threading.Event
 ) -> None:
     """The journal's thread: on the first commit after a pause, wait `apply_every`
-    seconds for more, then apply its log; until the journal closes or goes away."""
+    seconds for more, then apply the logs; until the journal closes or goes away."""
     try:
         while True:
             wake.wait()
@@ -935,9 +935,11 @@ def _apply_in_background(
             journal = ref()
             if journal is None:
                 return
-            # A failure is left for the next round, and for readers, to meet again.
+            # Every log, its own and those dead processes left (nobody else applies
+            # those for good unless a request of theirs is claimed). A failure is left
+            # for the next round, and for readers, to meet again.
             with contextlib.suppress(Exception):
-                with journal._view(commit=True, only=journal._log.name):
+                with journal._view(commit=True):
                     pass
             del journal
     finally:

@@ -294,3 +294,26 @@ def test_any_request_id_survives_the_log(tmp_path: Path) -> None:
         assert [e.kind for e in journal.load(odd).entries] == ["started"]
     finally:
         journal.close()
+
+
+def test_a_live_writers_thread_applies_what_a_dead_one_left(killed: Path) -> None:
+    """A dead process's log is applied for good by any live writer's thread, so
+    readers stop re-reading it, even if none of its requests is ever claimed."""
+    writer = SQLiteJournal(killed)
+    writer.apply_every = 0.01
+    try:
+        writer.open(
+            "mine", catalog="c", catalog_version="v", state_json="{}", plan=("a",),
+            early_exit=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while in_file(killed, "SELECT count(*) FROM journal_requests") != [(2,)]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert in_file(killed, "SELECT count(*) FROM journal_entries") == [(3,)]
+        while len(logs(killed)) != 1:  # the dead writer's file goes after the commit
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        writer.close()
+    assert logs(killed) == []
