@@ -9,12 +9,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solvi import _journal_log
 from solvi._journal_log import encode
@@ -317,3 +320,87 @@ def test_a_live_writers_thread_applies_what_a_dead_one_left(killed: Path) -> Non
     finally:
         writer.close()
     assert logs(killed) == []
+
+
+WRITERS = 3
+
+_operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("open"), st.integers(0, WRITERS - 1)),
+        st.tuples(st.just("entry"), st.integers(0, 50)),
+        st.tuples(st.just("entry"), st.integers(0, 50)),
+        st.tuples(st.just("read"), st.just(0)),
+        st.tuples(st.just("apply"), st.integers(0, WRITERS - 1)),
+        st.tuples(st.just("rotate"), st.integers(0, WRITERS - 1)),
+        st.tuples(st.just("kill"), st.integers(0, WRITERS - 1)),
+    ),
+    max_size=40,
+)
+
+
+def _writer(path: Path) -> SQLiteJournal:
+    journal = SQLiteJournal(path)
+    journal.apply_every = 3600  # applied only when the operations say so
+    return journal
+
+
+def _die(journal: SQLiteJournal) -> None:
+    """What SIGKILL does to a journal: nothing more is applied, the lock goes."""
+    journal._apply_stop.set()
+    journal._apply_wake.set()
+    journal._log.close()
+    journal._owner_file.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(_operations)
+def test_every_commit_is_applied_exactly_once_whatever_happens(
+    operations: list[tuple[str, int]],
+) -> None:
+    """Writers commit, rotate their logs, apply, and die in any order; readers see
+    every commit made so far, and in the end the database holds each one exactly
+    once, in each request's order, and no log file is left."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "j.db"
+        writers = [_writer(path) for _ in range(WRITERS)]
+        reader = SQLiteJournal(path)
+        expected: dict[str, list[int]] = {}
+        owner_of: dict[str, int] = {}
+        try:
+            for op, arg in operations:
+                if op == "open":
+                    rid = f"r{len(expected)}"
+                    writers[arg].open(
+                        rid, catalog="c", catalog_version="v", state_json="{}",
+                        plan=("a",), early_exit=True,
+                    )  # fmt: skip
+                    expected[rid], owner_of[rid] = [], arg
+                elif op == "entry" and expected:
+                    rid = sorted(expected)[arg % len(expected)]
+                    step = len(expected[rid])
+                    writers[owner_of[rid]].started(rid, step, f"p{step}")
+                    expected[rid].append(step)
+                elif op == "read":
+                    for rid, steps in expected.items():
+                        assert [e.step for e in reader.load(rid).entries] == steps
+                elif op == "apply":
+                    writers[arg].catch_up()
+                elif op == "rotate":
+                    writers[arg]._log.size = _journal_log.ROTATE_BYTES
+                elif op == "kill":
+                    _die(writers[arg])
+                    writers[arg] = _writer(path)  # a new process takes its place
+        finally:
+            for writer in writers:
+                writer.close()
+            reader.close()
+        last = SQLiteJournal(path)
+        last.catch_up()
+        last.close()
+        for rid, steps in expected.items():
+            rows = in_file(
+                path, f"SELECT step FROM journal_entries WHERE request_id = '{rid}' ORDER BY seq"
+            )
+            assert [row[0] for row in rows] == steps
+        assert in_file(path, "SELECT count(*) FROM journal_requests") == [(len(expected),)]
+        assert logs(path) == []
