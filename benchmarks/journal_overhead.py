@@ -47,7 +47,7 @@ GOAL_P50_PERCENT = 10.0
 #: untimed seconds after each mode's round: the SQLite journals apply their logs
 #: to the database in a thread every 50 ms, and that work belongs to their own
 #: round, not to the next mode's
-QUIET = 0.12
+QUIET = 0.2
 DSN_VARIABLE = "SOLVI_TEST_POSTGRES_DSN"
 
 
