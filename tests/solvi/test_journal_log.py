@@ -357,15 +357,16 @@ def _die(journal: SQLiteJournal) -> None:
 def test_every_commit_is_applied_exactly_once_whatever_happens(
     operations: list[tuple[str, int]],
 ) -> None:
-    """Writers commit, rotate their logs, apply, and die in any order; readers see
-    every commit made so far, and in the end the database holds each one exactly
-    once, in each request's order, and no log file is left."""
+    """Writers commit, rotate their logs, apply, and die in any order, and a dead
+    writer's request goes on only once another has claimed it (as a resume does);
+    readers see every commit made so far, and in the end the database holds each
+    one exactly once, in each request's order, and no log file is left."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "j.db"
         writers = [_writer(path) for _ in range(WRITERS)]
         reader = SQLiteJournal(path)
         expected: dict[str, list[int]] = {}
-        owner_of: dict[str, int] = {}
+        owner_of: dict[str, SQLiteJournal] = {}
         try:
             for op, arg in operations:
                 if op == "open":
@@ -374,11 +375,16 @@ def test_every_commit_is_applied_exactly_once_whatever_happens(
                         rid, catalog="c", catalog_version="v", state_json="{}",
                         plan=("a",), early_exit=True,
                     )  # fmt: skip
-                    expected[rid], owner_of[rid] = [], arg
+                    expected[rid], owner_of[rid] = [], writers[arg]
                 elif op == "entry" and expected:
                     rid = sorted(expected)[arg % len(expected)]
+                    owner = owner_of[rid]
+                    if owner not in writers:  # dead: the writer in its place claims it
+                        owner = writers[arg % WRITERS]
+                        assert owner.claim(rid)
+                        owner_of[rid] = owner
                     step = len(expected[rid])
-                    writers[owner_of[rid]].started(rid, step, f"p{step}")
+                    owner.started(rid, step, f"p{step}")
                     expected[rid].append(step)
                 elif op == "read":
                     for rid, steps in expected.items():
