@@ -11,6 +11,11 @@ times a second. A record is applied once: whoever applies takes SQLite's write
 lock and starts where ``journal_logs`` says, and moves it on in the same
 transaction.
 
+A log's records are applied in the order they were written; different logs in
+no particular order. That is enough because a request has one owner at a time,
+and a claim (the only way to take a request over) applies every log before the
+new owner writes to its own.
+
 Logs rotate: once a log passes `ROTATE_BYTES` its owner goes on in a new file
 (the next generation), and a generation that has been applied is deleted.
 
