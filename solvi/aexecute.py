@@ -84,7 +84,7 @@ async def _journaled_fast(run: Run, node: Node) -> None:
         if node.simple_async:
             value = await value
     except Exception as exc:
-        run.called(node, 0, start, perf_counter(), None, cause_of(exc, part, node.fact))
+        _fast_failed(run, node, start, exc)
         return
     try:
         journal.settled(node.index, part, value, None)

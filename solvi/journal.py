@@ -773,14 +773,14 @@ class SQLiteJournal(Journal):
     # -- writing: appends to this process's log ---------------------------------
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        tag = _LOGGED.get(sql)
-        if tag is None:  # not a journal write: straight to the database, after the logs
-            with self._view(commit=True):
-                self._conn().execute(sql, params)
-            return
-        self._append([(tag, params)])
+        self._commit([(sql, params)])
 
     def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        self._commit(statements)
+
+    def _commit(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Journal writes go to the log; anything else straight to the database,
+        once the logs are applied."""
         try:
             tagged = [(_LOGGED[sql], params) for sql, params in statements]
         except KeyError:
@@ -789,9 +789,6 @@ class SQLiteJournal(Journal):
                 for sql, params in statements:
                     conn.execute(sql, params)
             return
-        self._append(tagged)
-
-    def _append(self, tagged: list[tuple[int, tuple[Any, ...]]]) -> None:
         ids = dict.fromkeys(str(params[_REQUEST_AT[tag]]) for tag, params in tagged)
         self._log.append(encode(tagged, ids))
         if not self._apply_wake.is_set():
@@ -854,8 +851,12 @@ class SQLiteJournal(Journal):
     def catch_up(self) -> None:
         """Apply every process's log to the database now, for good (readers apply
         the logs for themselves; this is for tools that read the file directly)."""
-        with self._view(commit=True):
-            pass
+        self._apply_for_good()
+
+    def _apply_for_good(self, only: str | None = None) -> Applied:
+        """Apply every log (or the log `only`) and commit."""
+        with self._view(commit=True, only=only) as applied:
+            return applied
 
     def load(self, request_id: str) -> RequestJournal:
         """Everything journaled for one request (see `Journal.load`)."""
@@ -939,8 +940,7 @@ def _apply_in_background(
             # those for good unless a request of theirs is claimed). A failure is left
             # for the next round, and for readers, to meet again.
             with contextlib.suppress(Exception):
-                with journal._view(commit=True):
-                    pass
+                journal._apply_for_good()
             del journal
     finally:
         journal = ref()
