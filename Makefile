@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 UV := $(PYTHON) -m uv
 STAMP := $(VENV)/.installed
 
-.PHONY: env demo test lint format bench lock clean
+.PHONY: env demo test lint format bench lock clean snapshots
 
 env: $(STAMP)
 
@@ -34,6 +34,9 @@ test: lint
 
 bench: $(STAMP)
 	$(VPY) benchmarks/overhead.py
+
+snapshots: $(STAMP)
+	$(VPY) tests/grounded_decision/snapshot_examples.py
 
 lock:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
