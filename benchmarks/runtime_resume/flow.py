@@ -8,7 +8,7 @@ is entered, so a call cut short by SIGKILL is still counted.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -137,11 +137,13 @@ def idempotent_parts() -> frozenset[str]:
     return frozenset(p.name for p in build_catalog().parts if p.idempotent)
 
 
-def needs() -> dict[str, frozenset[str]]:
-    """Each question's rule and every part it reads, transitively."""
-    parts = {p.provides: p for p in build_catalog().parts}
+def needs(
+    catalog: Catalog | None = None, questions: Iterable[Question] = QUESTIONS
+) -> dict[str, frozenset[str]]:
+    """Each question's rule and every part it reads, transitively (default: the bench flow's)."""
+    parts = {p.provides: p for p in (build_catalog() if catalog is None else catalog).parts}
     out: dict[str, frozenset[str]] = {}
-    for q in QUESTIONS:
+    for q in questions:
         seen: set[str] = set()
         todo = [q.name]
         while todo:
