@@ -1,12 +1,28 @@
-"""Karp's maximum (and minimum) mean-cycle algorithm on the part reachable from the start."""
+"""The maximum (and minimum) cycle mean reachable from the start, one player.
+
+Howard's policy iteration computes it, in exact integer arithmetic, and the value returned is
+the exact mean of the cycle it chose, as a ``Fraction`` of the game's own weights, rounded to
+the nearest float once. Karp's algorithm stays here as the reference (``_karp_reference``) that
+the tests and benchmarks compare Howard with, and ``walk_weights`` shows its table.
+"""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from grounded_decision.errors import GameTooLarge
+from grounded_decision.statechart._policy_iteration import (
+    cycle_from,
+    cycle_mean,
+    cyclic_components,
+    howard_max,
+    int_graph,
+)
 from grounded_decision.statechart.game import GameGraph, Limits
 
 __all__ = [
     "MEAN_TOLERANCE",
+    "max_mean_cycle",
     "max_mean_payoff",
     "min_mean_payoff",
     "nonnegative_mean",
@@ -24,7 +40,7 @@ _Edges = list[tuple[int, int, float]]
 
 def _check_size(game: GameGraph, limits: Limits | None) -> None:
     limit = (limits or Limits()).max_karp_vertices
-    if len(game) > limit:
+    if limit is not None and len(game) > limit:
         msg = f"{len(game)} vertices exceed the mean-payoff limit {limit}"
         raise GameTooLarge(
             msg,
@@ -110,27 +126,87 @@ def walk_weights(game: GameGraph, steps: int) -> tuple[tuple[float, ...], ...]:
     return tuple(rows)
 
 
-def max_mean_payoff(game: GameGraph, limits: Limits | None = None) -> float:
-    """Return the best average edge weight over cycles reachable from the start (Karp).
+def _karp_reference(game: GameGraph, *, maximise: bool = True) -> float:
+    """Return the maximum (or minimum) reachable cycle mean by Karp's algorithm, in floats.
 
-    Owners are ignored: the answer is exact for one-player graphs and a best case otherwise.
-    Returns ``0.0`` when no cycle is reachable (impossible for compiled charts).
+    O(n·m) time: the reference Howard is tested and benchmarked against, not what the
+    progress check uses. No size limit is applied.
+    """
+    if maximise:
+        return _karp(game, 1.0)
+    return 0.0 - _karp(game, -1.0)
+
+
+def max_mean_cycle(game: GameGraph, *, maximise: bool = True) -> tuple[Fraction, tuple[int, ...]]:
+    """Return the exact best (or worst) reachable cycle mean and the cycle that attains it.
+
+    Howard's policy iteration, with weights scaled to integers, runs on each strongly
+    connected component reachable from the start (every reachable cycle lies in one); the
+    best component's mean is then recomputed as a ``Fraction`` of the game's own weights
+    around the chosen cycle (its vertices, in order, are the second item) and must agree.
+    No size limit is applied.
+
+    Raises:
+        GameGraphError: when a weight is not finite.
+    """
+    scaled = int_graph(game, 1 if maximise else -1)
+    best: tuple[Fraction, list[int], list[int]] | None = None
+    for component in cyclic_components(game):
+        local = {v: i for i, v in enumerate(component)}
+        kept = [[i for i, (w, _) in enumerate(scaled.edges[v]) if w in local] for v in component]
+        edges = tuple(
+            tuple((local[scaled.edges[v][i][0]], scaled.edges[v][i][1]) for i in keep)
+            for v, keep in zip(component, kept, strict=True)
+        )
+        policy, value = howard_max(edges)
+        # Inside a component every vertex reaches every cycle, so all share the optimal gain.
+        p, q = value.gain_of(0)
+        gain = Fraction(p, q * scaled.scale)
+        if best is None or gain > best[0]:
+            moves = [kept[i][policy[i]] for i in range(len(component))]
+            best = (gain, component, moves)
+    if best is None:
+        msg = "internal error: a total game graph always has a reachable cycle"
+        raise RuntimeError(msg)
+    claimed, component, local_moves = best
+    moves = [0] * len(game)
+    for v, i in zip(component, local_moves, strict=True):
+        moves[v] = i
+    cycle = cycle_from(game, moves, component[0])
+    mean = cycle_mean(game, moves, cycle)
+    if (mean if maximise else -mean) != claimed:
+        msg = (
+            f"internal error: Howard's gain {claimed} differs from the mean {mean} of its own"
+            " cycle; please report this game"
+        )
+        raise RuntimeError(msg)
+    return mean, tuple(cycle)
+
+
+def max_mean_payoff(game: GameGraph, limits: Limits | None = None) -> float:
+    """Return the best average edge weight over cycles reachable from the start.
+
+    Computed exactly by Howard's policy iteration (``max_mean_cycle``) and rounded once.
+    Owners are ignored: the answer is exact for one-player graphs and a best case otherwise
+    (``mean_payoff_value`` is the two-player answer).
 
     Raises:
         GameTooLarge: when the game has more vertices than ``limits.max_karp_vertices``.
+        GameGraphError: when a weight is not finite.
     """
     _check_size(game, limits)
-    return _karp(game, 1.0)
+    return float(max_mean_cycle(game)[0])
 
 
 def min_mean_payoff(game: GameGraph, limits: Limits | None = None) -> float:
-    """Return the worst average edge weight over reachable cycles (Karp on negated weights).
+    """Return the worst average edge weight over reachable cycles (Howard, minimising).
 
     Raises:
         GameTooLarge: when the game has more vertices than ``limits.max_karp_vertices``.
+        GameGraphError: when a weight is not finite.
     """
     _check_size(game, limits)
-    return 0.0 - _karp(game, -1.0)
+    return float(max_mean_cycle(game, maximise=False)[0])
 
 
 def nonnegative_mean(game: GameGraph, limits: Limits | None = None) -> bool:
@@ -138,5 +214,6 @@ def nonnegative_mean(game: GameGraph, limits: Limits | None = None) -> bool:
 
     Raises:
         GameTooLarge: when the game has more vertices than ``limits.max_karp_vertices``.
+        GameGraphError: when a weight is not finite.
     """
     return max_mean_payoff(game, limits) >= -MEAN_TOLERANCE
