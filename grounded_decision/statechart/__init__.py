@@ -16,6 +16,7 @@ from grounded_decision.statechart.game import (
 )
 from grounded_decision.statechart.mean_payoff import (
     MEAN_TOLERANCE,
+    max_mean_cycle,
     max_mean_payoff,
     min_mean_payoff,
     nonnegative_mean,
@@ -25,6 +26,12 @@ from grounded_decision.statechart.parity import (
     controller_wins_from_start,
     even_wins,
     winning_regions,
+)
+from grounded_decision.statechart.two_player import (
+    MeanPayoffSolution,
+    mean_payoff_value,
+    solve_mean_payoff,
+    strategy_guarantees,
 )
 
 __all__ = [
@@ -36,6 +43,7 @@ __all__ = [
     "GameGraphError",
     "GameTooLarge",
     "Limits",
+    "MeanPayoffSolution",
     "ParityUnsolved",
     "State",
     "Statechart",
@@ -44,9 +52,13 @@ __all__ = [
     "compile_game",
     "controller_wins_from_start",
     "even_wins",
+    "max_mean_cycle",
     "max_mean_payoff",
+    "mean_payoff_value",
     "min_mean_payoff",
     "nonnegative_mean",
+    "solve_mean_payoff",
+    "strategy_guarantees",
     "walk_weights",
     "winning_regions",
 ]
