@@ -17,14 +17,24 @@ from grounded_decision.errors import GameTooLarge, ParityUnsolved
 from grounded_decision.evidence import Evidence, EvidenceRules
 from grounded_decision.policy.automata import cycle_rank
 from grounded_decision.policy.parse import Expr, star_height
-from grounded_decision.refs import REF_EGGAN, REF_KARP, REF_TRUFFET_BAN, REF_ZIELONKA
+from grounded_decision.refs import (
+    REF_EGGAN,
+    REF_KARP,
+    REF_MEAN_PAYOFF_GAMES,
+    REF_TRUFFET_BAN,
+    REF_ZIELONKA,
+)
 from grounded_decision.statechart.chart import Statechart
 from grounded_decision.statechart.game import Limits, compile_game
 from grounded_decision.statechart.mean_payoff import MEAN_TOLERANCE, max_mean_payoff
 from grounded_decision.statechart.parity import controller_wins_from_start
+from grounded_decision.statechart.two_player import mean_payoff_value
 
 __all__ = [
     "CHECK_NAMES",
+    "PAYOFFS",
+    "PAYOFF_BEST_CASE",
+    "PAYOFF_TWO_PLAYER",
     "QUESTIONS",
     "TRUST_ALGORITHM",
     "TRUST_EXACT",
@@ -45,6 +55,13 @@ TRUST_EXACT = "exact"
 """An exhaustive computation over the policy's own graph (reachability, cycle rank)."""
 TRUST_ALGORITHM = "algorithm"
 """Published algorithms (cited in ``refs``) whose implementation the tests check by brute force."""
+
+PAYOFF_BEST_CASE = "best-case"
+"""Payoff part of the progress check: the best reachable cycle mean, owners ignored (default)."""
+PAYOFF_TWO_PLAYER = "two-player"
+"""Payoff part of the progress check: the game value, the environment choosing in its states."""
+PAYOFFS = (PAYOFF_BEST_CASE, PAYOFF_TWO_PLAYER)
+"""The payoff modes a ``Module`` accepts."""
 
 CHECK_NAMES = ("sources", "freshness", "agreement", "provenance", "shape", "game")
 """The six checks, in the order records list them."""
@@ -225,6 +242,10 @@ class Progress:
         vertices: number of game vertices.
         summary: ``parity_win=... nonnegative_mean=...``, or the refusal's message.
         refused: whether a solver refused (too large or too deep).
+        payoff: which payoff answer ``nonnegative_mean`` is: ``"best-case"`` (``best_mean``)
+            or ``"two-player"`` (``game_value``).
+        game_value: the two-player value from the start, rounded to a float; ``None`` in
+            best-case mode or when a solver refused.
     """
 
     parity_win: bool
@@ -233,6 +254,8 @@ class Progress:
     vertices: int
     summary: str
     refused: bool
+    payoff: str = PAYOFF_BEST_CASE
+    game_value: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -240,17 +263,44 @@ class Progress:
         return self.parity_win and self.nonnegative_mean
 
 
-def solve_progress(chart: Statechart, limits: Limits) -> Progress:
-    """Compile the chart's game and solve both parts; a solver refusal fails both."""
+def solve_progress(
+    chart: Statechart, limits: Limits, *, payoff: str = PAYOFF_BEST_CASE
+) -> Progress:
+    """Compile the chart's game and solve both parts; a solver refusal fails both.
+
+    With ``payoff="two-player"`` the payoff part is the exact game value from the start
+    (``mean_payoff_value``), with the environment choosing in its states; the default,
+    ``"best-case"``, is the best reachable cycle mean with owners ignored.
+
+    Raises:
+        ValueError: when ``payoff`` is not one of ``PAYOFFS``.
+    """
+    if payoff not in PAYOFFS:
+        msg = f"payoff must be one of {', '.join(map(repr, PAYOFFS))}, got {payoff!r}"
+        raise ValueError(msg)
+    value: float | None = None
     try:
         game = compile_game(chart, limits)
         parity_win = controller_wins_from_start(game, limits)
         best = max_mean_payoff(game, limits)
+        if payoff == PAYOFF_TWO_PLAYER:
+            value = float(mean_payoff_value(game, limits))
     except (GameTooLarge, ParityUnsolved) as exc:
-        return Progress(False, False, None, len(chart.states()), str(exc), refused=True)
-    nonnegative = best >= -MEAN_TOLERANCE
+        return Progress(
+            False, False, None, len(chart.states()), str(exc), refused=True, payoff=payoff
+        )
+    nonnegative = (best if value is None else value) >= -MEAN_TOLERANCE
     summary = f"parity_win={parity_win} nonnegative_mean={nonnegative}"
-    return Progress(parity_win, nonnegative, best, len(game), summary, refused=False)
+    return Progress(
+        parity_win,
+        nonnegative,
+        best,
+        len(game),
+        summary,
+        refused=False,
+        payoff=payoff,
+        game_value=value,
+    )
 
 
 def game_check(progress: Progress) -> Channel:
@@ -265,7 +315,11 @@ def game_check(progress: Progress) -> Channel:
             "best_mean": progress.best_mean,
             "vertices": progress.vertices,
             "refused": progress.refused,
+            "payoff": progress.payoff,
+            "game_value": progress.game_value,
         },
         trust=TRUST_ALGORITHM if progress.passed else TRUST_OPERATIONAL,
-        refs=(REF_ZIELONKA.key, REF_KARP.key, REF_TRUFFET_BAN.key),
+        refs=(REF_ZIELONKA.key, REF_KARP.key, REF_TRUFFET_BAN.key)
+        if progress.payoff == PAYOFF_BEST_CASE
+        else (REF_ZIELONKA.key, REF_KARP.key, REF_MEAN_PAYOFF_GAMES.key, REF_TRUFFET_BAN.key),
     )

@@ -12,6 +12,7 @@ import attrs
 
 from grounded_decision.checks import (
     CHECK_NAMES,
+    PAYOFF_BEST_CASE,
     Channel,
     Progress,
     evidence_checks,
@@ -177,9 +178,16 @@ class Module:
         limits: solver budgets; beyond them every decision abstains with the solver's message.
         rules: thresholds of the evidence checks.
         expr: the text policy the chart came from, if any (for the shape report).
+        payoff: the payoff part of the progress check: ``"best-case"`` (the default: the
+            best reachable cycle mean, owners ignored) or ``"two-player"`` (the exact game
+            value, the environment choosing in its states). The ``game`` report's
+            ``payoff`` metric says which was used.
 
     Raises:
         ChartError: when the chart does not validate.
+        ValueError: when ``payoff`` is not ``"best-case"`` or ``"two-player"``.
+
+    .. versionchanged:: Unreleased ``payoff``.
     """
 
     def __init__(
@@ -190,13 +198,14 @@ class Module:
         *,
         rules: EvidenceRules | None = None,
         expr: Expr | None = None,
+        payoff: str = PAYOFF_BEST_CASE,
     ) -> None:
         self.name = name
         self.chart = chart.validate()
         self.limits = limits or Limits()
         self.rules = rules or EvidenceRules()
         self.expr = expr
-        self.progress: Progress = solve_progress(self.chart, self.limits)
+        self.progress: Progress = solve_progress(self.chart, self.limits, payoff=payoff)
         self._policy_channels = (shape_check(self.chart, expr), game_check(self.progress))
         self._states: dict[str, str] = {}
 
@@ -208,14 +217,18 @@ class Module:
         limits: Limits | None = None,
         *,
         rules: EvidenceRules | None = None,
+        payoff: str = PAYOFF_BEST_CASE,
     ) -> Module:
         """Build a module from a parsed text policy (see ``grounded_decision.parse``).
 
+        ``payoff`` is as for ``Module``.
+
         Raises:
             PolicyCompileError: when the policy would propose two actions at once.
+            ValueError: when ``payoff`` is not ``"best-case"`` or ``"two-player"``.
         """
         chart = dfa_to_statechart(compile_policy(expr), name)
-        return cls(name, chart, limits, rules=rules, expr=expr)
+        return cls(name, chart, limits, rules=rules, expr=expr, payoff=payoff)
 
     @property
     def policy_channels(self) -> tuple[Channel, ...]:

@@ -11,6 +11,7 @@ __all__ = [
     "REFS",
     "REF_EGGAN",
     "REF_KARP",
+    "REF_MEAN_PAYOFF_GAMES",
     "REF_TRUFFET_BAN",
     "REF_ZIELONKA",
     "Ref",
@@ -51,7 +52,23 @@ REF_KARP = Ref(
     ),
     note=(
         "maximum mean cycle behind nonnegative_mean, one-player (a best case when some states"
-        " are environment-owned); tests compare it with enumeration of simple cycles"
+        " are environment-owned), computed by Howard's policy iteration; tests compare it with"
+        " Karp's algorithm and with enumeration of simple cycles"
+    ),
+)
+REF_MEAN_PAYOFF_GAMES = Ref(
+    key="mean-payoff-games",
+    citation=(
+        "A. Ehrenfeucht and J. Mycielski, Positional strategies for mean payoff games,"
+        " International Journal of Game Theory 8 (1979); V. Dhingra and S. Gaubert, How to"
+        " solve large scale deterministic games with mean payoff by policy iteration,"
+        " VALUETOOLS 2006"
+    ),
+    note=(
+        "two-player value behind nonnegative_mean when a module uses payoff='two-player':"
+        " strategy improvement with exact best replies; both returned positional strategies"
+        " are checked by solving the one-player rest exactly, and tests compare the value with"
+        " enumeration of positional strategies"
     ),
 )
 REF_EGGAN = Ref(
@@ -70,11 +87,15 @@ REF_TRUFFET_BAN = Ref(
     ),
     note=(
         "not implemented, not imported, not behind a flag; a finite counterexample to that step"
-        " is known, so two-player mean payoff would need a different, sound solver"
+        " is known, so the two-player mean payoff (payoff='two-player') uses a different,"
+        " sound solver instead (see mean-payoff-games)"
     ),
 )
 
 REFS: Mapping[str, Ref] = MappingProxyType(
-    {ref.key: ref for ref in (REF_ZIELONKA, REF_KARP, REF_EGGAN, REF_TRUFFET_BAN)}
+    {
+        ref.key: ref
+        for ref in (REF_ZIELONKA, REF_KARP, REF_MEAN_PAYOFF_GAMES, REF_EGGAN, REF_TRUFFET_BAN)
+    }
 )
 """Every reference a report may cite, by key."""

@@ -12,13 +12,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grounded_decision.examples import EXAMPLES
+from grounded_decision import Module, parse
+from grounded_decision.examples import EXAMPLES, step_json_roundtrip
+from grounded_decision.examples.common import two_path_chart
+from grounded_decision.examples.incident_response import incident_chart
+from grounded_decision.examples.payment import payment_chart
+from grounded_decision.examples.retry_loop import retry_chart
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "examples.json"
 
 
 def collect() -> dict[str, Any]:
-    """Run every example and keep, per decision, the verdict and the game check's report."""
+    """Run every example and keep, per decision, the verdict and the game check's report.
+
+    Also keeps each example policy's game report with the two-player payoff, so a change to
+    either answer shows in the diff.
+    """
     examples: dict[str, list[dict[str, Any]]] = {}
     for name, run in EXAMPLES.items():
         rows = []
@@ -42,7 +51,32 @@ def collect() -> dict[str, Any]:
                 }
             )
         examples[name] = rows
-    return {"examples": examples}
+    return {"examples": examples, "two_player": two_player_reports()}
+
+
+def two_player_reports() -> dict[str, dict[str, Any]]:
+    """Return the game report of every example's policy built with ``payoff="two-player"``."""
+    modules = {
+        "two_path_module": Module("two_path", two_path_chart(), payoff="two-player"),
+        "incident_response": Module("incident_response", incident_chart(), payoff="two-player"),
+        "step_json_roundtrip": Module.from_expr(
+            "access_requests", parse(step_json_roundtrip.POLICY), payoff="two-player"
+        ),
+        "retry_loop": Module("retry_loop", retry_chart(), payoff="two-player"),
+        "payment": Module("payment", payment_chart(), payoff="two-player"),
+    }
+    return {
+        name: {
+            "passed": game.passed,
+            "summary": game.summary,
+            "trust": game.trust,
+            "refs": list(game.refs),
+            "metrics": dict(game.metrics),
+        }
+        for name, module in modules.items()
+        for game in module.policy_channels
+        if game.name == "game"
+    }
 
 
 def render(data: dict[str, Any]) -> str:
