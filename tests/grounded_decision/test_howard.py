@@ -39,7 +39,7 @@ def random_graph(n: int, rng: random.Random, *, step: float = 1.0) -> GameGraph:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(games(max_vertices=10))
 def test_howard_equals_karp_exactly_on_random_graphs(game: GameGraph) -> None:
     """Maximum and minimum cycle means are the very floats Karp computes on integer weights."""

@@ -70,7 +70,7 @@ def test_value_matches_enumeration_of_positional_strategies(game: GameGraph) -> 
     assert mean_payoff_value(game, Limits(max_karp_vertices=None)) == brute_value(game)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(games(max_vertices=8))
 def test_returned_strategies_are_optimal_for_both_players(game: GameGraph) -> None:
     """Fixing either returned strategy and solving the rest exactly gives the value."""
