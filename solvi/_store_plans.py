@@ -330,7 +330,9 @@ class PlanStore(abc.ABC):
 
     # -- responses ---------------------------------------------------------------
 
-    def _save(self, record: Mapping[str, Any], request_id: str) -> Plan[None]:
+    def save_plan(self, record: Mapping[str, Any], request_id: str) -> Plan[None]:
+        """The plan `save_response` runs: for a journal sharing this store's database,
+        which runs it in the transaction that closes the request."""
         request_id = _check_request_id(request_id)
         text = _dump_record(record, request_id)
         return _save_plan(self._dialect, record, request_id, text, _now())
@@ -349,11 +351,11 @@ class PlanStore(abc.ABC):
             DuplicateRequestError: a response is already stored under `request_id`.
             ValueError: `record` is not a response record, or `request_id` is empty.
         """
-        self._run(self._save(record, request_id), write=True)
+        self._run(self.save_plan(record, request_id), write=True)
 
     async def asave_response(self, record: Mapping[str, Any], *, request_id: str) -> None:
         """`save_response` for async code: the event loop never waits on the database."""
-        await self._arun(self._save(record, request_id), write=True)
+        await self._arun(self.save_plan(record, request_id), write=True)
 
     def get_record(self, request_id: str) -> dict[str, Any]:
         """The record stored under `request_id`, as it was saved.

@@ -18,9 +18,8 @@ import anyio
 
 from solvi.calls import PartTimeout, cause_of
 from solvi.costs import CostBook
-from solvi.journal import GroupCommit
 from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
-from solvi.schedule import OK, Cause, Run, learned_batches, rest_after_learned
+from solvi.schedule import OK, Cause, Run, journal_refused, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 
@@ -66,18 +65,23 @@ def _journaled(run: Run) -> bool:
     return run.journal is not None and run.timeout is None and not run.resumed
 
 
+async def _astarting(run: Run, node: Node, tried: int) -> Cause | None:
+    """`Run.starting` for the event loop: the loop awaits the writer thread's commit."""
+    part = node.parts[tried].name
+    try:
+        await run.journal.astart(node.index, part)
+    except Exception as exc:
+        return journal_refused(part, node.fact, exc)
+    return None
+
+
 async def _journaled_fast(run: Run, node: Node) -> None:
     """A fast-path node of a journaled request: what `run_node_async` does for it
-    (started entry durable, call, settled entry queued), in fewer steps."""
-    journal = run.journal
-    part = node.first_part
+    (started entry durable, call, settled entry recorded), in fewer steps."""
     start = perf_counter()
-    try:
-        journal.started(node.index, part)
-        await journal.flush()  # the started entry is durable before the call
-    except Exception as exc:
-        message = f"journal could not record the start: {type(exc).__name__}: {exc}"
-        run.called(node, 0, start, perf_counter(), None, Cause("error", part, node.fact, message))
+    refused = await _astarting(run, node, 0)
+    if refused is not None:
+        run.called(node, 0, start, perf_counter(), None, refused)
         return
     try:
         value = _fast_call(run, node)
@@ -87,7 +91,7 @@ async def _journaled_fast(run: Run, node: Node) -> None:
         _fast_failed(run, node, start, exc)
         return
     try:
-        journal.settled(node.index, part, value, None)
+        run.journal.settled(node.index, node.first_part, value, None)
     except Exception:
         # The general path writes it again, and records why that fails.
         run.called(node, 0, start, perf_counter(), value, None)
@@ -138,13 +142,7 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
         part = node.parts[tried]
         start = perf_counter()
         if run.journal is not None:
-            refused = run.starting(node, tried)
-            if refused is None:
-                try:
-                    await run.journal.flush()  # the started entry is durable before the call
-                except Exception as exc:
-                    message = f"journal could not record the start: {type(exc).__name__}: {exc}"
-                    refused = Cause("error", part.name, node.fact, message)
+            refused = await _astarting(run, node, tried)
             if refused is not None:
                 if run.called(node, tried, start, perf_counter(), None, refused):
                     return
@@ -160,9 +158,9 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
             done = run.called(node, tried, start, perf_counter(), None, cause)
         else:
             done = run.called(node, tried, start, perf_counter(), value, None)
-        # A settled entry waits in the journal's group: the next call that starts
-        # flushes it together with its own started entry, so it is durable before
-        # any step that reads it begins (and the response flushes what is left).
+        # A settled entry waits with the request's writer: the next call that starts
+        # commits it together with its own started entry, so it is durable before
+        # any step that reads it begins (and the close commits what is left).
         if done:
             return
 
@@ -200,8 +198,6 @@ class _Driver:
         self.speculative = speculative
         #: the asyncio loop, or None on another backend
         self.loop = loop if isinstance(loop, asyncio.AbstractEventLoop) else None
-        #: the request's shared journal commits, told of workers about to run
-        self.group: GroupCommit | None = None if run.journal is None else run.journal.group
         #: speculation: the cancel scope of each phase-1 node being computed
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.ready: deque[int] = deque()
@@ -329,8 +325,6 @@ class _Driver:
             else:
                 continue  # its worker was cancelled
             self.waking += 1
-            if self.group is not None:
-                self.group.expect()
 
     async def _park(self) -> None:
         if self.loop is not None:
@@ -352,12 +346,8 @@ class _Driver:
 
     def _woken(self) -> None:
         self.waking -= 1
-        if self.group is not None:
-            self.group.arrived()
 
     def _spawn(self) -> None:
-        if self.group is not None:
-            self.group.expect()
         if self.loop is None:
             self.tg.start_soon(self._spawned, name="solvi-step")
             return
@@ -366,14 +356,10 @@ class _Driver:
 
     async def _spawned(self) -> None:
         """One extra worker in the task group (backends other than asyncio)."""
-        if self.group is not None:
-            self.group.arrived()
         await self._worker()
 
     async def _child(self) -> None:
         """One extra worker on asyncio; whatever it raises stops the drive and is re-raised."""
-        if self.group is not None:
-            self.group.arrived()
         scope = anyio.CancelScope()
         try:
             with scope:

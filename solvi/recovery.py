@@ -7,29 +7,31 @@ it; `inspect`, `recover` and `prepare_resume` read the journal back.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+import threading
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
 from typing import Any
 
 import attrs
 
+from solvi._db.exact import encode as encode_exact
+from solvi._db.journal_base import ANSWERED, NO_EXACT
+from solvi._db.writer import Ticket
 from solvi.errors import SolviError
 from solvi.journal import (
     INSERT_ENTRY,
     EntryRows,
-    GroupCommit,
     Journal,
     JournalEntry,
     JournalError,
     RequestJournal,
     StepState,
-    input_hash,
-    pack_exact,
 )
 from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
 from solvi.schedule import A_PART, FAILED, OK, Cause, Run
+
+Statement = tuple[str, tuple[Any, ...]]
 
 __all__ = [
     "JournalWriter",
@@ -63,71 +65,121 @@ class Recovery:
 
 
 class JournalWriter:
-    """Binds a journal to one request for the scheduler's `starting`/`called` hooks.
+    """One request's journal entries, handed to the journal's writer thread.
 
-    Without a group each entry is committed at once. With one (under `aask`),
-    entries wait in the group, and the driver awaits `flush` before a call
-    starts or a result is released.
+    A started entry goes out at once, together with everything the request
+    recorded before it (its open entry, the settled entries of the steps it
+    reads), and the call waits for that commit: so a call never starts before
+    its start, and its inputs, are durable. Settled entries wait for the next
+    started entry or the close. The methods are safe from several threads.
     """
 
-    __slots__ = ("flush", "group", "journal", "request_id", "rows")
+    __slots__ = ("eager", "journal", "lock", "opened", "pending", "request_id", "rows")
 
-    #: make everything this request recorded durable: the group's `flush` (so that
-    #: a waiting step resumes through one coroutine less), a no-op without a group
-    flush: Callable[[], Awaitable[None]]
-
-    def __init__(self, journal: Journal, request_id: str, group: GroupCommit | None = None) -> None:
+    def __init__(
+        self, journal: Journal, request_id: str, first: Statement | None = None, *, eager: bool
+    ) -> None:
         self.journal = journal
         self.request_id = request_id
-        self.group = group
         self.rows = EntryRows(request_id)
-        self.flush = _durable_already if group is None else group.flush
+        self.pending: list[Statement] = []
+        self.lock = threading.Lock()
+        #: commit each entry as it comes, waiting (the sync drivers: one commit per
+        #: entry costs them little, and narrows what a crash can cut)
+        self.eager = eager
+        #: the open entry's commit: every later commit of the request comes after it
+        self.opened: Ticket | None = None
+        if first is not None:
+            if eager:
+                journal.commit((first,))
+            else:
+                self.opened = journal.submit((first,))
 
-    def started(self, step: int, part: str) -> None:
-        """Record a started entry."""
-        if self.group is None:
-            self.journal.started(self.request_id, step, part)
-        else:
-            self.group.pending.append((INSERT_ENTRY, self.rows.started(step, part)))
+    def _submit_start(self, step: int, part: str) -> tuple[Ticket, tuple[Statement, ...]]:
+        row = (INSERT_ENTRY, self.rows.started(step, part))
+        with self.lock:
+            carried, self.pending = tuple(self.pending), []
+        return self.journal.submit((*carried, row)), carried
+
+    def _put_back(self, carried: tuple[Statement, ...]) -> None:
+        """A failed commit took the open and settled entries it carried with it: they go
+        with the next commit instead."""
+        with self.lock:
+            self.pending[:0] = carried
+
+    def start(self, step: int, part: str) -> None:
+        """Commit a started entry (with what is pending) and wait for it; raise when
+        it cannot be written (the call must not start)."""
+        ticket, carried = self._submit_start(step, part)
+        try:
+            ticket.wait()
+        except Exception:
+            self._put_back(carried)
+            raise
+        self._check_opened()
+
+    async def astart(self, step: int, part: str) -> None:
+        """`start` on an event loop: the loop awaits the writer thread's commit."""
+        ticket, carried = self._submit_start(step, part)
+        try:
+            await ticket.wait_async()
+        except BaseException:
+            if ticket.done and ticket.error is not None:
+                self._put_back(carried)
+            raise
+        self._check_opened()
+
+    def _check_opened(self) -> None:
+        """Raise when the request's open entry failed: a call it would start has no
+        journaled request to belong to. (Commits are in order, so it is done by now.)"""
+        opened = self.opened
+        if opened is not None and opened.error is not None:
+            msg = f"the request could not be opened in the journal: {opened.error}"
+            raise JournalError(msg) from opened.error
 
     def settled(self, step: int, part: str, value: Any, cause: Cause | None) -> None:
-        """Record a settled entry with the value (as JSON, and exactly) or the error."""
+        """Record a settled entry with the value (as JSON, and exactly) or the error.
+
+        Raises:
+            RecordError: the value has no JSON form (nothing is recorded).
+        """
         if cause is None:
             outcome, message = "ok", None
             data, exact = value_forms(value, part)
         else:
             outcome, data, message, exact = cause.kind, None, cause.message, None
-        if self.group is None:
-            self.journal.settled(self.request_id, step, part, outcome, data, message, exact)
-        else:
-            row = self.rows.settled(step, part, outcome, data, message, exact)
-            self.group.pending.append((INSERT_ENTRY, row))
+        row = (INSERT_ENTRY, self.rows.settled(step, part, outcome, data, message, exact))
+        if self.eager:
+            self.journal.commit((row,))
+            return
+        with self.lock:
+            self.pending.append(row)
 
-    def flush_now(self) -> None:
-        """The same, without waiting for other steps' entries."""
-        if self.group is not None:
-            self.group.flush_now()
+    def flush(self) -> Ticket | None:
+        """Submit what is pending (None when nothing is)."""
+        with self.lock:
+            unit, self.pending = tuple(self.pending), []
+        return self.journal.submit(unit) if unit else None
 
-    def close(self, response_hash: str | None) -> None:
-        """Record the closed entry, with whatever the request still has pending.
-
-        `response_hash` is kept with it when known (None when the response was not
-        stored: working it out only for the journal would lengthen every request).
-        """
-        if self.group is None:
-            self.journal.close_request(self.request_id, response_hash)
-        else:
-            self.group.add(self.journal.close_statement(self.request_id, response_hash))
-            self.group.flush_now()
-
-
-async def _durable_already() -> None:
-    """Without a group every entry is committed as it is written."""
+    def close(
+        self, response_hash: str | None, *, save: Any = None, closed_as: str = ANSWERED
+    ) -> Ticket:
+        """Submit the closed entry with what is pending, and `save` (a store plan
+        maker) in the same transaction when the store shares the journal's database."""
+        close = self.journal.close_statement(self.request_id, response_hash, closed_as)
+        with self.lock:
+            items: list[Any] = [*self.pending, close]
+            self.pending = []
+        if save is not None:
+            items.insert(0, save)
+        self.journal.done_here(self.request_id)
+        return self.journal.submit(tuple(items))
 
 
 def value_forms(value: Any, part: str) -> tuple[str, str | None]:
     """A settled value's canonical JSON (as `canonical_json` of its record form) and
-    its exact form (`pack_exact`), with the common plain types done directly."""
+    its exact form: None when the JSON is exact already, `NO_EXACT` when the value
+    has none (its step is then not resumable)."""
     kind = type(value)
     if kind is int:
         return int.__repr__(value), None
@@ -137,7 +189,11 @@ def value_forms(value: Any, part: str) -> tuple[str, str | None]:
         return "null", None
     if kind is bool:
         return ("true" if value else "false"), None
-    return canonical_json(to_record_value(value, part)), pack_exact(value)
+    data = canonical_json(to_record_value(value, part))
+    exact = encode_exact(value)
+    if exact is None:
+        return data, NO_EXACT
+    return data, (None if exact == data else exact)
 
 
 #: input values whose record form is the value itself
@@ -145,13 +201,17 @@ _AS_IS = frozenset({str, int, bool, type(None)})
 
 
 def state_json(state: dict[str, Any]) -> str:
-    """The canonical JSON of a request's input (what the journal keeps and hashes)."""
+    """A request's input as the journal keeps (and hashes) it: its exact form when it
+    has one (so a resume gets back tuples and dates), else its record form."""
     for value in state.values():
         kind = type(value)
         if kind not in _AS_IS and not (kind is float and math.isfinite(value)):
             break
     else:
-        return canonical_json(state)  # plain scalars only: nothing to convert
+        return canonical_json(state)  # plain scalars only: exact as it is
+    exact = encode_exact(state)
+    if exact is not None:
+        return exact
     return canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
 
 
@@ -161,22 +221,20 @@ def begin(
     request_id: str,
     catalog: str,
     catalog_version: str,
-    group: GroupCommit | None = None,
+    *,
+    eager: bool,
 ) -> None:
-    """Commit the open entry and attach the writer; nothing has run yet."""
-    details: dict[str, Any] = {
-        "catalog": catalog,
-        "catalog_version": catalog_version,
-        "state_json": state_json(run.state),
-        "plan": run.program.step_names,
-        "early_exit": run.early_exit,
-    }
-    if group is None:
-        journal.open(request_id, **details)
-    else:
-        # Committed with the first started entry, before any step is dispatched.
-        group.add(journal.open_statement(request_id, **details))
-    run.journal = JournalWriter(journal, request_id, group)
+    """Attach the request's writer. Its open entry is committed before any call
+    starts: now when `eager`, else with the first started entry."""
+    first = journal.open_statement(
+        request_id,
+        catalog=catalog,
+        catalog_version=catalog_version,
+        state_json=state_json(run.state),
+        plan=run.program.step_names,
+        early_exit=run.early_exit,
+    )
+    run.journal = JournalWriter(journal, request_id, first, eager=eager)
     run.plain = False
     journal.running_here(request_id)
 
@@ -232,6 +290,12 @@ def prepare_resume(
         rj = journal.load(request_id)
     except JournalError as exc:
         raise ResumeRefused(str(exc)) from exc
+    if rj.cancelled:
+        msg = (
+            f"request {request_id!r} was cancelled by its caller, so it is closed and is "
+            f"never resumed; ask again to decide it"
+        )
+        raise ResumeRefused(msg)
     if rj.closed:
         msg = f"request {request_id!r} is already closed; there is nothing to resume"
         raise ResumeRefused(msg)
@@ -242,7 +306,7 @@ def prepare_resume(
             f"started it"
         )
         raise ResumeRefused(msg)
-    if input_hash(state_json(rj.input)) != rj.input_hash:
+    if not rj.input_intact:
         msg = f"request {request_id!r}: the journaled input does not match its hash"
         raise ResumeRefused(msg)
     program: Program = program_for(rj.input)
@@ -263,7 +327,7 @@ def prepare_resume(
         program, dict(rj.input), early_exit=rj.early_exit, timeout=timeout, started=perf_counter()
     )
     untouched = _prefill(run, rj)
-    run.journal = JournalWriter(journal, request_id)
+    run.journal = JournalWriter(journal, request_id, eager=True)
     run.plain = False
     run.resumed = True
     journal.running_here(request_id)
@@ -283,7 +347,7 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
             if run.status[node.index] in (OK, FAILED):
                 break
             outcome = settled.get(part.name)
-            if outcome is not None:
+            if outcome is not None and outcome.resumable:
                 cause = None
                 if outcome.outcome != "ok":
                     kind = outcome.outcome or "error"
@@ -292,18 +356,20 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
                 if not done:
                     run.resume_from[node.index] = k + 1
                 continue
-            if part.name in started:
+            if outcome is not None or part.name in started:
+                what = (
+                    "was interrupted during execution"
+                    if outcome is None
+                    else "settled with a value that has no exact form"
+                )
                 if part.idempotent:
-                    run.notes.append(
-                        f"{part.name} was interrupted during execution; re-run (idempotent)"
-                    )
+                    run.notes.append(f"{part.name} {what}; re-run (idempotent)")
                     run.resume_from[node.index] = k
                 else:
                     run.notes.append(
-                        f"{part.name} was interrupted during execution; not re-run "
-                        f"(declare idempotent=True to allow it)"
+                        f"{part.name} {what}; not re-run (declare idempotent=True to allow it)"
                     )
-                    message = "interrupted during execution; not re-run (not idempotent)"
+                    message = f"{what.removeprefix('was ')}; not re-run (not idempotent)"
                     done = run.called(
                         node, k, t, t, None, Cause("interrupted", part.name, node.fact, message)
                     )

@@ -16,7 +16,14 @@ import attrs
 
 from solvi.program import Node, Program
 
-__all__ = ["Cause", "OrderLine", "Run", "learned_batches", "rest_after_learned"]
+__all__ = [
+    "Cause",
+    "OrderLine",
+    "Run",
+    "journal_refused",
+    "learned_batches",
+    "rest_after_learned",
+]
 
 PENDING, OK, FAILED, NOT_RUN = 0, 1, 2, 3
 
@@ -176,13 +183,13 @@ class Run:
     # -- after a call ---------------------------------------------------------
 
     def starting(self, node: Node, tried: int) -> Cause | None:
-        """Journal that a call begins; a Cause when that cannot be written (it must not start)."""
+        """Journal that a call begins and wait until that is durable; a Cause when it
+        cannot be written (the call must not start)."""
         part = node.parts[tried]
         try:
-            self.journal.started(node.index, part.name)
+            self.journal.start(node.index, part.name)
         except Exception as exc:
-            message = f"journal could not record the start: {type(exc).__name__}: {exc}"
-            return Cause("error", part.name, node.fact, message)
+            return journal_refused(part.name, node.fact, exc)
         return None
 
     def called(
@@ -316,6 +323,12 @@ class Run:
         for node in self.program.nodes:
             if node.phase == 1 and not node.qmask & self.open_mask:
                 self.discard(node)
+
+
+def journal_refused(part: str, fact: str, exc: Exception) -> Cause:
+    """The Cause of a call that did not start because its start could not be journaled."""
+    message = f"journal could not record the start: {type(exc).__name__}: {exc}"
+    return Cause("error", part, fact, message)
 
 
 def _describe(cause: Cause) -> str:

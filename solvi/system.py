@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import random
 import threading
 import time
@@ -16,14 +18,15 @@ from typing import Any, Literal
 import anyio
 
 from solvi import recovery
+from solvi._store_plans import PlanStore
 from solvi.aexecute import run_async
 from solvi.calls import current_loop
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
-from solvi.errors import PlanError, SolviError, _closest
+from solvi.errors import DuplicateRequestError, PlanError, SolviError, _closest
 from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
-from solvi.journal import GroupCommit, Journal, open_journal
+from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
@@ -163,7 +166,6 @@ class System:
         self.learn = learn or order == "learned"
         self.guards = guards
         self.order_model = OrderModel()
-        self.journal: Journal | None = None if journal is None else open_journal(journal)
         self.cost_policy = cost_policy
         self.costs = costs or MeasuredCosts()
         self.logger = logger
@@ -194,17 +196,33 @@ class System:
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
         )
-        #: per event loop, the journal's shared commits for concurrent steps
-        self._groups: weakref.WeakKeyDictionary[object, GroupCommit] = weakref.WeakKeyDictionary()
         self._programs: dict[Any, Program] = {}
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self.store: Store | None = None if store is None else open_store(store)
+        self.journal: Journal | None = self._open_journal(journal)
+        #: the store keeps its tables in the journal's database: a response is saved
+        #: and its request closed in one transaction
+        self._shared_db = self.journal is not None and self.journal.same_database(self.store)
         if self.store is not None:
             self.cost_book.restore(self.store.load_costs(self.name))
             saved = self.store.load_blob(self.name, ORDER_BLOB)
             if saved is not None:
                 self.order_model = OrderModel.from_json(saved.decode())
+
+    def _open_journal(self, spec: Any) -> Journal | None:
+        if spec is None or spec is False:
+            return None
+        if spec is True:
+            where = getattr(self.store, "path", None) or getattr(self.store, "dsn", None)
+            if where is None:
+                msg = (
+                    "journal=True keeps the journal in the store, but this System has no "
+                    "SQLite or PostgreSQL store; pass store=... as well, or a journal path"
+                )
+                raise ValueError(msg)
+            spec = where if isinstance(where, str) else os.fspath(where)
+        return open_journal(spec)
 
     def __repr__(self) -> str:
         names = ", ".join(q.name for q in self.questions)
@@ -430,7 +448,9 @@ class System:
         run.request_id = request_id
         run_sequential(run)
         recovery.notes_after_resume(run, untouched)
-        return self._finish(run)
+        response = self._conclude(run)
+        self._keep(response, run, learning=self._learning_due(), resumed=True)
+        return response
 
     def freeze_costs(self) -> None:
         """Stop switching producers: keep each fact's current choice.
@@ -489,7 +509,8 @@ class System:
         Raises:
             TypeError: `state` is not a mapping with string keys.
         """
-        run = self._start(state, early_exit, timeout, request_id)
+        self._check_new_in_journal(request_id, self.journal)
+        run = self._start(state, early_exit, timeout, request_id, eager=True)
         policy = self._order_policy(order)
         n = self.workers if workers is None else workers
         if n == 1:
@@ -505,7 +526,9 @@ class System:
                 self._node_cost,
                 by_declaration=self._by_declaration(policy),
             )
-        return self._finish(run)
+        response = self._conclude(run)
+        self._keep(response, run, learning=self._learning_due())
+        return response
 
     def _start(
         self,
@@ -513,8 +536,15 @@ class System:
         early_exit: bool | None,
         timeout: float | None,
         request_id: str | None,
-        group: GroupCommit | None = None,
+        *,
+        eager: bool,
     ) -> Run:
+        """A Run for one request, journaled with a journal (`eager`: each entry
+        committed at once, for the sync drivers).
+
+        A caller's request id must be new to the journal: the caller checks that
+        first (`_check_new_in_journal`), off the event loop under `aask`.
+        """
         if not isinstance(state, dict):
             state = self._as_state(state)
         program, prices = self._program_for(state)
@@ -530,15 +560,17 @@ class System:
         if self.journal is not None or self.store is not None:
             rid = request_id or _new_request_id()
             run.request_id = rid
-            if self.journal is not None and request_id is not None:
-                self._check_new_in_journal(request_id, self.journal)
             if self.journal is not None:
-                recovery.begin(self.journal, run, rid, self.name, self._journal_version, group)
+                recovery.begin(
+                    self.journal, run, rid, self.name, self._journal_version, eager=eager
+                )
         return run
 
     @staticmethod
-    def _check_new_in_journal(request_id: str, journal: Journal) -> None:
+    def _check_new_in_journal(request_id: str | None, journal: Journal | None) -> None:
         """A caller's request id must be new to the journal (made ones always are)."""
+        if request_id is None or journal is None:
+            return
         if journal.has_request(request_id):
             msg = (
                 f"request id {request_id!r} is already in the journal {journal}: give each "
@@ -577,12 +609,11 @@ class System:
             TypeError: `state` is not a mapping with string keys.
         """
         loop = current_loop()
-        group = None
-        if self.journal is not None:
-            group = self._groups.get(loop)
-            if group is None:
-                group = self._groups[loop] = GroupCommit(self.journal)
-        run = self._start(state, early_exit, timeout, request_id, group)
+        if request_id is not None and self.journal is not None:
+            # Shielded, so that a request cancelled now is still journaled, as cancelled.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._check_new_in_journal, request_id, self.journal)
+        run = self._start(state, early_exit, timeout, request_id, eager=False)
         policy = self._order_policy(order)
         if policy is not None and speculate:
             warnings.warn(
@@ -595,25 +626,57 @@ class System:
         limiter = self._limiters.get(loop)
         if limiter is None:
             limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
-        await run_async(
-            run,
-            limiter,
-            self.cost_book,
-            speculate=speculate and run.early_exit,
-            loop=loop,
-            order=policy,
-            cost_of=self._node_cost,
-            by_declaration=self._by_declaration(policy),
-        )
-        if self.store is None or run.request_id is None:
-            return self._finish(run)
-        response = self._finish(run, keep=False)
-        # Kept in the store before the journal closes the request: a crash in
-        # between leaves it open, to be resumed, never closed but unstored.
-        await self.store.asave_response(response.record, request_id=run.request_id)
-        if run.journal is not None:
-            run.journal.close(response._known_hash)
+        try:
+            await run_async(
+                run,
+                limiter,
+                self.cost_book,
+                speculate=speculate and run.early_exit,
+                loop=loop,
+                order=policy,
+                cost_of=self._node_cost,
+                by_declaration=self._by_declaration(policy),
+            )
+        except anyio.get_cancelled_exc_class():
+            if run.journal is not None:
+                await self._close_cancelled(run)
+            raise
+        except BaseException:
+            # Not the caller's doing: the request stays open, for `recover` once this
+            # process is gone, and is no longer shown as running meanwhile.
+            if self.journal is not None and run.request_id is not None:
+                self.journal.done_here(run.request_id)
+            raise
+        response = self._conclude(run)
+        if run.journal is None and self.store is None:
+            return response
+        learning = self._learning_due()
+        if self.store is None and not learning:
+            with anyio.CancelScope(shield=True):
+                await run.journal.close(None).wait_async()
+            return response
+        keep = functools.partial(self._keep, response, run, learning=learning)
+        with anyio.CancelScope(shield=True):
+            # Begun, the keeping is finished: a cancelled caller still leaves the
+            # response stored and its request closed, never half of it.
+            await anyio.to_thread.run_sync(keep)
         return response
+
+    @staticmethod
+    async def _close_cancelled(run: Run) -> None:
+        """Close a request its caller cancelled, before the cancellation goes on: no one
+        may resume what its caller gave up. Its steps keep what they were."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await run.journal.close(None, closed_as=CANCELLED).wait_async()
+            except Exception as failure:
+                warnings.warn(
+                    f"cancelled request {run.request_id!r} could not be closed in the journal "
+                    f"({type(failure).__name__}: {failure}); recover() will list it once this "
+                    f"process has stopped",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
 
     def ask_text(self, text: str, **options: Any) -> Response:
         """Turn text into facts with the catalog's `extract` parts, then `ask`.
@@ -642,9 +705,8 @@ class System:
             state.update(facts)
         return self.ask(state, **options)
 
-    def _finish(self, run: Run, *, keep: bool = True) -> Response:
-        """Learn from a finished run and make its Response; with `keep`, store
-        it and close its journal entry (`aask` does both itself, awaiting the store)."""
+    def _conclude(self, run: Run) -> Response:
+        """Learn from a finished run and make its Response (no I/O: both drivers end here)."""
         attempts = run.attempts
         self.cost_book.observe_attempts(attempts)
         if self._chooser is not None:
@@ -665,18 +727,50 @@ class System:
             if timeouts or errors:
                 stats["timeouts"] += timeouts
                 stats["errors"] += errors
-        request_id = run.request_id
-        response = Response(run, self.name, self.version, request_id=request_id)
-        if keep:
-            if self.store is not None and request_id is not None:
-                self.store.save_response(response.record, request_id=request_id)
-            if run.journal is not None:
-                run.journal.close(response._known_hash)
-        if self.store is not None and stats["requests"] % SAVE_LEARNING_EVERY == 0:
-            self.save_learning()
+        response = Response(run, self.name, self.version, request_id=run.request_id)
         if self.logger is not None:
             self._log(response, run)
         return response
+
+    def _learning_due(self) -> bool:
+        return self.store is not None and self.stats["requests"] % SAVE_LEARNING_EVERY == 0
+
+    def _keep(self, response: Response, run: Run, *, learning: bool, resumed: bool = False) -> None:
+        """Store the response and close its journaled request (blocking: under `aask`
+        it runs in a worker thread).
+
+        Sharing one database, the save and the close are one transaction. Apart,
+        the request's entries are committed first, then the response saved, then
+        the request closed: a crash in between leaves the request open with every
+        step settled, and its resume finds the response stored and only closes it.
+        """
+        store, writer, request_id = self.store, run.journal, run.request_id
+        if store is not None and request_id is not None:
+            record = response.record
+            if writer is not None and self._shared_db and isinstance(store, PlanStore):
+                save = functools.partial(store.save_plan, record, request_id)
+                try:
+                    writer.close(record["hash"], save=save).wait()
+                except DuplicateRequestError:
+                    if not resumed:
+                        raise
+                    writer.close(record["hash"]).wait()
+            else:
+                if writer is not None:
+                    flushed = writer.flush()
+                    if flushed is not None:
+                        flushed.wait()
+                try:
+                    store.save_response(record, request_id=request_id)
+                except DuplicateRequestError:
+                    if not resumed:
+                        raise
+                if writer is not None:
+                    writer.close(record["hash"]).wait()
+        elif writer is not None:
+            writer.close(None).wait()
+        if learning:
+            self.save_learning()
 
     def save_learning(self) -> None:
         """Write the cost book and the order model to the store (done every

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from solvi.journal import SQLiteJournal, _owner_key
+from solvi._db.postgres_journal import _owner_key
 
 #: how long the server may take to end a killed child's sessions
 SETTLE_LIMIT = 10.0
@@ -73,7 +73,7 @@ class Backend(abc.ABC):
 
 class SQLiteBackend(Backend):
     """A journal file per scenario. A torn tail is made by a direct edit of the last
-    entry's row, once the dead child's commit log has been applied."""
+    entry's row."""
 
     name = "sqlite"
     title = "SQLite"
@@ -90,22 +90,7 @@ class SQLiteBackend(Backend):
         finally:
             conn.close()
 
-    def digest(self, spec: str) -> str:
-        """The rows, how far each commit log was applied, and the logs' files."""
-        h = hashlib.sha256(super().digest(spec).encode())
-        h.update(repr(self.rows(spec, "journal_logs", "1")).encode())
-        logs = Path(f"{spec}.owners")
-        if logs.exists():
-            files = sorted((p.name, p.stat().st_size) for p in logs.glob("*.log"))
-            h.update(repr(files).encode())
-        return h.hexdigest()
-
     def tear_last(self, spec: str) -> str:
-        # The dead child's last commits may still be in its log: apply them for
-        # good first, so that the last entry is a row to damage.
-        journal = SQLiteJournal(spec)
-        journal.catch_up()
-        journal.close()
         conn = sqlite3.connect(spec)
         try:
             seq, part, value, checksum = conn.execute(

@@ -18,7 +18,16 @@ from typing import Any
 import flow
 from scenarios import BY_NAME, Trigger
 
-from solvi.journal import Journal, JournalError, PostgresJournal, SQLiteJournal
+from solvi._db.journal_base import Unit
+from solvi._db.writer import Ticket
+from solvi.journal import (
+    CLOSE_REQUEST,
+    OPEN_REQUEST,
+    Journal,
+    JournalError,
+    PostgresJournal,
+    SQLiteJournal,
+)
 from solvi.recovery import ResumeRefused
 
 #: a frozen child that nobody kills gives up after this many seconds (a safety net only)
@@ -90,59 +99,40 @@ class Probe:
 
 
 class Tracing(Journal):
-    """Reports each journal write just before it begins and once it committed.
+    """Reports each journal statement just before its commit begins and once it committed.
 
     Mixed into each backend's journal (`TracingSQLiteJournal`,
     `TracingPostgresJournal`), ahead of it, so that ``super()`` is the real write.
+    Under `ask` each commit holds one statement.
     """
 
     probe: Probe
 
-    def open(
-        self,
-        request_id: str,
-        *,
-        catalog: str,
-        catalog_version: str,
-        state_json: str,
-        plan: tuple[str, ...],
-        early_exit: bool,
-    ) -> None:
-        self.probe.point("open", "pre", plan=list(plan))
-        super().open(
-            request_id,
-            catalog=catalog,
-            catalog_version=catalog_version,
-            state_json=state_json,
-            plan=plan,
-            early_exit=early_exit,
-        )
-        self.probe.point("open", "post", plan=list(plan))
+    def _points(self, unit: Unit, when: str) -> None:
+        for item in unit:
+            if type(item) is not tuple:
+                continue
+            sql, params = item
+            if sql == OPEN_REQUEST:
+                self.probe.point("open", when, plan=json.loads(params[6]))
+            elif sql == CLOSE_REQUEST:
+                self.probe.point("close", when)
+            elif params[1] == "started":
+                self.probe.point("started", when, params[3])
+            elif when == "pre":
+                self.probe.point("settled", when, params[3])
+            else:
+                value = None if params[5] is None else json.loads(params[5])
+                self.probe.point(
+                    "settled", when, params[3], outcome=params[4], value=value, message=params[6]
+                )
 
-    def started(self, request_id: str, step: int, part: str) -> None:
-        self.probe.point("started", "pre", part)
-        super().started(request_id, step, part)
-        self.probe.point("started", "post", part)
-
-    def settled(
-        self,
-        request_id: str,
-        step: int,
-        part: str,
-        outcome: str,
-        value_json: str | None,
-        message: str | None,
-        exact: str | None = None,
-    ) -> None:
-        self.probe.point("settled", "pre", part)
-        super().settled(request_id, step, part, outcome, value_json, message, exact)
-        value = None if value_json is None else json.loads(value_json)
-        self.probe.point("settled", "post", part, outcome=outcome, value=value, message=message)
-
-    def close_request(self, request_id: str, response_hash: str | None) -> None:
-        self.probe.point("close", "pre")
-        super().close_request(request_id, response_hash)
-        self.probe.point("close", "post")
+    def submit(self, unit: Unit) -> Ticket:
+        self._points(unit, "pre")
+        ticket = super().submit(unit)
+        ticket.wait()
+        self._points(unit, "post")
+        return ticket
 
 
 class TracingSQLiteJournal(Tracing, SQLiteJournal):

@@ -56,7 +56,7 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _sql(journal: Journal, sql: str) -> None:
-    journal._execute(sql)
+    journal.commit(((sql, ()),))
 
 
 def _control_hash(tmp_path: Path) -> str:

@@ -84,23 +84,17 @@ def test_each_failure_is_recorded_alike_by_ask_and_aask(tmp_path: Path) -> None:
 
 
 class FailsOnce(SQLiteJournal):
-    """A journal whose first commit holding a started entry of part `a` fails."""
+    """A journal that cannot commit the started entry of part `a` (a full disk, say)."""
 
     failed = False
 
-    def _fail_once(self, rows: list[tuple[Any, ...]]) -> None:
-        if not self.failed and any(r[1:4:2] == ("started", "a") for r in rows if len(r) > 3):
+    def _write(self, units: list[tuple[Any, ...]]) -> None:
+        rows = [item[1] for unit in units for item in unit if type(item) is tuple]
+        if any(r[1:4:2] == ("started", "a") for r in rows if len(r) > 3):
             self.failed = True
             msg = "disk full"
             raise OSError(msg)
-
-    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        self._fail_once([params for _, params in statements])
-        super()._transaction(statements)
-
-    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        self._fail_once([params])
-        super()._execute(sql, params)
+        super()._write(units)
 
 
 @pytest.mark.parametrize("how", ["ask", "aask"])

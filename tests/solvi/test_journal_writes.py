@@ -1,5 +1,5 @@
-"""How the journal writes: rows and checksums, shared commits, one PostgreSQL statement
-per commit, WAL checkpoints off the event loop."""
+"""How the journal writes: rows and checksums, exact values, what each commit carries,
+cancelled requests, older schemas, and PostgreSQL's one statement per commit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import datetime as dt
 import os
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,17 +16,17 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from solvi import Catalog, System
+from solvi import Catalog, ResumeRefused, System
+from solvi._db.exact import decode, encode
+from solvi._db.journal_base import NO_EXACT, Unit
 from solvi.journal import (
     INSERT_ENTRY,
     EntryRows,
-    GroupCommit,
     Journal,
+    JournalError,
     PostgresJournal,
     SQLiteJournal,
     entry_row,
-    pack_exact,
-    unpack_exact,
 )
 from solvi.record import canonical_json, to_record_value
 from solvi.recovery import state_json, value_forms
@@ -62,10 +61,25 @@ def test_entry_rows_match_entry_row() -> None:
     [0, -7, 10**30, "", "é ☃ \" \\ \n", None, True, False, 1.5, -0.0, float("nan"),
      float("inf"), [1, "x"], {"b": 1, "a": [2]}, (1, 2), dt.date(2026, 1, 3)],
 )  # fmt: skip
-def test_value_forms_match_the_record_and_pickle(value: Any) -> None:
-    """The direct forms of plain values equal the general ones."""
-    expected = (canonical_json(to_record_value(value, "p")), pack_exact(value))
-    assert value_forms(value, "p") == expected
+def test_value_forms_match_the_record_and_the_exact_form(value: Any) -> None:
+    """A settled value is kept as its record JSON and, where that loses information,
+    its exact form, which gives the value back."""
+    data, exact = value_forms(value, "p")
+    assert data == canonical_json(to_record_value(value, "p"))
+    again = decode(data if exact is None else exact)
+    assert again == value or (value != value and again != again)  # NaN
+    assert type(again) is type(value)
+
+
+def test_a_value_with_no_exact_form_is_marked_so() -> None:
+    """A value JSON can show but not rebuild (an enum, a dataclass) is marked: its step
+    cannot be resumed from the journal."""
+    import enum
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    assert value_forms(Colour.RED, "p") == ('"red"', NO_EXACT)
 
 
 @pytest.mark.parametrize(
@@ -74,10 +88,13 @@ def test_value_forms_match_the_record_and_pickle(value: Any) -> None:
      {"nan": float("nan")}, {"inf": float("-inf")}, {"t": (1, 2)}, {"d": dt.date(2026, 1, 3)},
      {"nested": {"b": [1, {"a": 2}]}}, {"x": 1, "later": [1]}],
 )  # fmt: skip
-def test_state_json_matches_the_record_form(state: dict[str, Any]) -> None:
-    """The input's JSON, taken directly for plain scalars, equals its record form."""
-    expected = canonical_json({k: to_record_value(v, f"input {k}") for k, v in state.items()})
-    assert state_json(state) == expected
+def test_state_json_is_the_exact_form(state: dict[str, Any]) -> None:
+    """The input the journal keeps gives the input back exactly (tuples and dates too)."""
+    again = decode(state_json(state))
+    assert again.keys() == state.keys()
+    for key, value in state.items():
+        assert again[key] == value or value != value  # NaN
+        assert type(again[key]) is type(value)
 
 
 def test_request_ids_are_hex_and_sort_by_time() -> None:
@@ -89,33 +106,33 @@ def test_request_ids_are_hex_and_sort_by_time() -> None:
     assert later[:16] >= max(ids)[:16]
 
 
-def test_finite_floats_need_no_pickle() -> None:
-    """JSON gives a finite float back exactly; NaN and infinities are pickled."""
-    assert pack_exact(0.1) is None
-    packed = pack_exact(float("inf"))
-    assert packed is not None
-    assert unpack_exact(packed) == float("inf")
+def test_finite_floats_need_no_tag() -> None:
+    """JSON gives a finite float back exactly; NaN and infinities are tagged."""
+    assert encode(0.1) == "0.1"
+    assert decode(encode(float("inf"))) == float("inf")
 
 
 class Recording(Journal):
-    """A journal that only records the statements of each commit (and may fail)."""
+    """A journal that only records the units of each commit (and may fail)."""
 
     def __init__(self) -> None:
         self.owner = "test"
         self.active: set[str] = set()
         self.damaged: set[str] = set()
-        self.commits: list[Statements] = []
-        self.fail = 0
+        self.commits: list[list[Unit]] = []
+        #: commits holding the started entry of this part fail
+        self.fail_start_of: str | None = None
 
-    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        self._transaction([(sql, params)])
+    def _write(self, units: list[Unit]) -> None:
+        for unit in units:
+            for item in unit:
+                if item[0] == INSERT_ENTRY and item[1][1:4:2] == ("started", self.fail_start_of):
+                    msg = "disk full"
+                    raise OSError(msg)
+        self.commits.append(list(units))
 
-    def _transaction(self, statements: Statements) -> None:
-        if self.fail:
-            self.fail -= 1
-            msg = "disk full"
-            raise OSError(msg)
-        self.commits.append(list(statements))
+    def _writer_exit(self) -> None:
+        """Nothing to close."""
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return []
@@ -126,97 +143,15 @@ class Recording(Journal):
     def claim(self, request_id: str) -> bool:
         return False
 
-    def close(self) -> None:
+    def _release(self) -> None:
         """Nothing to release: this journal holds no connection and no lock."""
 
+    def same_database(self, store: object) -> bool:
+        return False
 
-def _row(name: str) -> tuple[Any, ...]:
-    return EntryRows("r").started(0, name)
-
-
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_steps_flushing_together_share_one_commit(backend: str) -> None:
-    """Steps that flush in the same turn of the loop are committed together, and
-    none returns before its entry is committed."""
-    journal = Recording()
-    group = GroupCommit(journal)
-    seen: dict[str, int] = {}
-
-    async def step(name: str) -> None:
-        group.add_entry(_row(name))
-        await group.flush()
-        seen[name] = sum(len(c) for c in journal.commits)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            for i in range(5):
-                tg.start_soon(step, f"s{i}")
-
-    anyio.run(main, backend=backend)
-    assert len(journal.commits) == 1
-    assert sorted(params[3] for _, params in journal.commits[0]) == [f"s{i}" for i in range(5)]
-    assert seen == {f"s{i}": 5 for i in range(5)}
-    assert group.pending == []
-    assert group.durable == 5
-
-
-def test_a_worker_announced_as_coming_joins_the_commit() -> None:
-    """A worker the scheduler woke (announced with `expect`) runs a turn after the
-    others; the leader waits for it, so its entry is in the same commit."""
-    journal = Recording()
-    group = GroupCommit(journal)
-
-    async def step(name: str, turns_late: int) -> None:
-        for _ in range(turns_late):
-            await anyio.lowlevel.checkpoint()
-        if turns_late:
-            group.arrived()
-        group.add_entry(_row(name))
-        await group.flush()
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(step, "first", 0)
-            tg.start_soon(step, "second", 0)
-            group.expect()
-            tg.start_soon(step, "late", 1)
-
-    anyio.run(main)
-    assert [[params[3] for _, params in c] for c in journal.commits] == [
-        ["first", "second", "late"]
-    ]
-    assert group.coming == 0
-
-
-def test_a_leader_waits_one_turn_when_no_worker_is_coming() -> None:
-    """With nobody announced, the leader commits after one turn: a step that turns
-    up later leads a commit of its own, and an announced worker that never comes
-    holds a commit back by `gather_turns` turns at most."""
-    journal = Recording()
-    group = GroupCommit(journal)
-
-    async def step(name: str, turns_late: int) -> None:
-        for _ in range(turns_late):
-            await anyio.lowlevel.checkpoint()
-        group.add_entry(_row(name))
-        await group.flush()
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(step, "first", 0)
-            tg.start_soon(step, "late", 1)
-        group.expect()  # a worker that is cancelled before it runs
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(step, "alone", 0)
-            tg.start_soon(step, "three turns late", 3)
-
-    anyio.run(main)
-    assert [[params[3] for _, params in c] for c in journal.commits] == [
-        ["first"],
-        ["late"],
-        ["alone"],
-        ["three turns late"],
-    ]
+    def statements(self) -> Statements:
+        """Every statement committed, in commit order."""
+        return [item for commit in self.commits for unit in commit for item in unit]
 
 
 def _layers() -> Catalog:
@@ -265,74 +200,51 @@ def _layers() -> Catalog:
     return cat
 
 
-def test_aask_commits_once_per_layer(tmp_path: Path) -> None:
-    """On a flow of three layers of async parts and a rule, a request commits five
-    times: the open entry with the first layer's starts, one per layer after it,
-    and the close."""
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_each_start_is_committed_after_what_it_reads(backend: str) -> None:
+    """Under aask, the open entry is committed first, each started entry after the
+    settled entries of the steps it reads (in the same commit or an earlier one), and
+    the close last; a request commits once per started step and once to close."""
     journal = Recording()
     cat = _layers()
     system = System(cat, journal=journal)
+    reads = {p.name: p.inputs for p in cat.parts}
     for _ in range(3):
         journal.commits.clear()
-        response = anyio.run(lambda: system.aask({"x": 1}))
+        response = anyio.run(lambda: system.aask({"x": 1}), backend=backend)
         assert response["answer"].value == 12
-        kinds = [[params[1] if sql == INSERT_ENTRY else sql.split()[0] for sql, params in c]
-                 for c in journal.commits]  # fmt: skip
-        assert [sorted(k) for k in kinds] == [
-            ["INSERT", "started", "started", "started"],
-            ["settled", "settled", "settled", "started", "started", "started"],
-            ["settled", "settled", "settled", "started"],
-            ["settled", "started"],
-            ["UPDATE", "settled"],
-        ]
+        seen: list[tuple[str, str]] = []
+        for sql, params in journal.statements():
+            if sql == INSERT_ENTRY:
+                kind, part = params[1], params[3]
+                if kind == "started":
+                    settled = {p for k, p in seen if k == "settled"}
+                    assert {i for i in reads[part] if i != "x"} <= settled
+                seen.append((kind, part))
+            else:
+                seen.append((sql.split()[0], ""))
+        assert seen[0] == ("INSERT", "")
+        assert seen[-1] == ("UPDATE", "")
+        assert sorted(p for k, p in seen if k == "settled") == sorted(reads)
+        units = [unit for commit in journal.commits for unit in commit]
+        assert len(units) == len(reads) + 2  # the open, one per start, the close
+    system.close()
 
 
-def test_a_failed_commit_keeps_its_statements_and_raises() -> None:
-    """When the commit fails the flusher gets the error and nothing is lost: the next
-    flush commits the same statements, in order."""
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_failed_commit_refuses_the_step_and_keeps_what_it_carried(backend: str) -> None:
+    """Under aask, a start that cannot be committed does not run; the open entry it
+    carried goes out with the next commit, so the request is still journaled whole."""
     journal = Recording()
-    journal.fail = 1
-    group = GroupCommit(journal)
-
-    async def main() -> None:
-        group.add_entry(_row("a"))
-        with pytest.raises(OSError, match="disk full"):
-            await group.flush()
-        assert [params[3] for _, params in group.pending] == ["a"]
-        group.add_entry(_row("b"))
-        await group.flush()
-
-    anyio.run(main)
-    assert [[params[3] for _, params in c] for c in journal.commits] == [["a", "b"]]
-    assert group.durable == 2
-
-
-def test_a_waiting_step_commits_itself_when_the_leader_is_cancelled() -> None:
-    """If the step gathering a commit is cancelled, a step waiting on it commits."""
-    journal = Recording()
-    group = GroupCommit(journal)
-    done: list[str] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def leader() -> None:
-                with anyio.CancelScope() as scope:
-                    group.add_entry(_row("leader"))
-                    scope.cancel()
-                    await group.flush()
-
-            async def follower() -> None:
-                group.add_entry(_row("follower"))
-                await group.flush()
-                done.append("follower")
-
-            tg.start_soon(leader)
-            tg.start_soon(follower)
-
-    anyio.run(main)
-    assert done == ["follower"]
-    assert [[params[3] for _, params in c] for c in journal.commits] == [["leader", "follower"]]
+    journal.fail_start_of = "a"
+    system = System(_catalog(), journal=journal)
+    response = anyio.run(lambda: system.aask({"x": 1}), backend=backend)
+    system.close()
+    (guard,) = response.safeguards
+    assert guard.part == "a"
+    assert "journal could not record the start: OSError: disk full" in guard.message
+    first = journal.statements()[0]
+    assert first[0].startswith("INSERT INTO journal_requests")
 
 
 def _catalog() -> Catalog:
@@ -356,22 +268,29 @@ def _catalog() -> Catalog:
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_no_worker_stays_announced_after_a_request_ends_or_is_cancelled(backend: str) -> None:
-    """Workers announced to the group (woken or started, not yet run) are all
-    accounted for when a request ends, however it ends; otherwise every later
-    commit would wait for workers that never come."""
-    system = System(_layers(), journal=Recording())
+def test_a_cancelled_request_is_closed_as_cancelled(backend: str, tmp_path: Path) -> None:
+    """A request cancelled at any moment is closed before the cancellation goes on:
+    nothing is listed as unfinished, and resume refuses it, naming the cancellation."""
+    system = System(_layers(), journal=tmp_path / "j.db")
+    cancelled: list[str] = []
 
     async def main() -> None:
         await system.aask({"x": 1})
-        for delay in (0, 0.0002, 0.0005, 0.001, 0.0015, 0.002, 0.003):
-            with anyio.move_on_after(delay):
-                await system.aask({"x": 1})
-        (group,) = system._groups.values()
-        assert group.coming == 0
-        assert group.pending == []  # nothing a cancelled request wrote is left uncommitted
+        for n, delay in enumerate((0, 0.0002, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004)):
+            request_id = f"r{n}"
+            with anyio.move_on_after(delay) as scope:
+                await system.aask({"x": 1}, request_id=request_id)
+            if scope.cancelled_caught:
+                cancelled.append(request_id)
+            assert system.journal_status() == []
 
     anyio.run(main, backend=backend)
+    assert cancelled
+    for request_id in cancelled:
+        with pytest.raises(ResumeRefused, match="was cancelled by its caller"):
+            system.resume(request_id)
+    assert system.recover() == []
+    system.close()
 
 
 def test_new_sqlite_journals_number_entries_without_autoincrement(tmp_path: Path) -> None:
@@ -460,42 +379,45 @@ def test_a_journal_with_the_earlier_request_table_still_works(tmp_path: Path) ->
     assert sql.endswith("(closed_at)")
 
 
-def test_a_commit_is_an_append_and_the_database_fills_behind_it(tmp_path: Path) -> None:
-    """Committing from a thread never opens the database on that thread: the entry
-    goes to the process's log, and the journal's own thread applies it. Readers see
-    it at once; the file has it once applied, and closing applies the rest."""
+def test_commits_never_open_the_database_on_the_committing_thread(tmp_path: Path) -> None:
+    """A thread that commits hands its statements to the journal's writer thread: it
+    opens no connection of its own, and readers see every commit once it returns."""
     journal = SQLiteJournal(tmp_path / "j.db")
-    journal.apply_every = 0.01
     rows = EntryRows("r")
-    journal.write_statements([_open(journal, "r")])
+    journal.commit((_open(journal, "r"),))
     used_sqlite: list[bool] = []
 
     def commit_from_a_thread() -> None:
         for i in range(40):
-            journal.write_statements([(INSERT_ENTRY, rows.started(i, f"p{i}"))])
+            journal.commit(((INSERT_ENTRY, rows.started(i, f"p{i}")),))
         used_sqlite.append(getattr(journal._local, "conn", None) is not None)
 
     writer = threading.Thread(target=commit_from_a_thread)
     writer.start()
     writer.join()
     assert used_sqlite == [False]
-    assert len(journal.load("r").entries) == 40  # a reader applies the log first
-
-    def in_file() -> int:
-        with sqlite3.connect(tmp_path / "j.db") as conn:
-            return int(conn.execute("SELECT count(*) FROM journal_entries").fetchone()[0])
-
-    deadline = time.monotonic() + 10
-    while in_file() < 40 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert in_file() == 40  # applied by the journal's thread
-    journal.write_statements([(INSERT_ENTRY, rows.started(40, "last"))])
-    applier = journal._applier
+    assert len(journal.load("r").entries) == 40
     journal.close()
-    assert in_file() == 41
-    assert applier is not None
-    assert not applier.is_alive()
-    assert list((tmp_path / "j.db.owners").glob("*.log")) == []  # applied, then deleted
+    with sqlite3.connect(tmp_path / "j.db") as conn:
+        assert conn.execute("SELECT count(*) FROM journal_entries").fetchone()[0] == 40
+
+
+def test_a_journal_with_commit_logs_of_an_earlier_version_is_refused(tmp_path: Path) -> None:
+    """Commit logs left by an earlier solvi are never silently ignored."""
+    owners = tmp_path / "j.db.owners"
+    owners.mkdir()
+    (owners / "host_1_abc.0.log").write_bytes(b"x")
+    with pytest.raises(JournalError, match="commit logs of an earlier solvi"):
+        SQLiteJournal(tmp_path / "j.db")
+
+
+def test_a_file_that_is_not_a_journal_is_refused_clearly(tmp_path: Path) -> None:
+    """Random bytes where a journal should be raise JournalError naming the file."""
+    path = tmp_path / "j.db"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(JournalError, match="is not a usable solvi journal") as info:
+        SQLiteJournal(path)
+    assert str(path) in str(info.value)
 
 
 @pytest.fixture
@@ -534,24 +456,24 @@ def test_postgres_commits_of_every_shape(postgres_journal: PostgresJournal) -> N
     a close of a request opened in the same commit included."""
     journal = postgres_journal
     one, two = EntryRows("one"), EntryRows("two")
-    journal.write_statements(
-        [_open(journal, "one"), (INSERT_ENTRY, one.started(0, "a")), _open(journal, "two")]
+    journal.commit(
+        (_open(journal, "one"), (INSERT_ENTRY, one.started(0, "a")), _open(journal, "two"))
     )
-    journal.write_statements(
-        [
+    journal.commit(
+        (
             (INSERT_ENTRY, one.settled(0, "a", "ok", '{"k":"é ☃"}', None, None)),
             (INSERT_ENTRY, one.started(1, "b")),
             (INSERT_ENTRY, two.started(0, "a")),
-        ]
+        )
     )
-    journal.write_statements(
-        [
+    journal.commit(
+        (
             (INSERT_ENTRY, one.settled(1, "b", "error", None, 'boom "é" ☃\n\t\\', None)),
             journal.close_statement("one", "h1"),
             journal.close_statement("two", "h2"),
-        ]
+        )
     )
-    journal.write_statements([_open(journal, "three"), journal.close_statement("three", "h3")])
+    journal.commit((_open(journal, "three"), journal.close_statement("three", "h3")))
     first = journal.load("one")
     assert first.closed
     assert first.skipped_torn == 0

@@ -1,0 +1,1 @@
+"""Database machinery shared by the journal and the store: the writer thread, exact values."""

@@ -1,0 +1,640 @@
+"""What every journal backend shares: the tables, the rows, reading back, the writer thread.
+
+Per request, an *open* entry (plan, input, input hash, catalog version) is
+committed before the first step is dispatched; a *started* entry before a part
+is called (if it cannot be written, the call does not start); a *settled* entry
+with the value or error before any step that reads it starts; a *closed* entry
+once the response exists, or once the caller cancelled the request.
+"Interrupted" is never written: for an unclosed request whose owner process is
+gone it is derived, as *interrupted during execution* (started, not settled) or
+*interrupted before start* (never started).
+
+Every write goes through the journal's one writer thread (`solvi._db.writer`):
+commits never run on an event loop. Values are kept as data only (the record's
+JSON, and the exact tagged JSON of `solvi._db.exact`); reading a journal never
+runs anything it holds.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from solvi._db.exact import ExactFormError, decode
+from solvi._db.writer import Ticket, Writer
+from solvi.errors import SolviError
+
+__all__ = [
+    "CANCELLED",
+    "CLOSE_REQUEST",
+    "INSERT_ENTRY",
+    "OPEN_REQUEST",
+    "SCHEMA",
+    "EntryRows",
+    "Journal",
+    "JournalEntry",
+    "JournalError",
+    "RequestJournal",
+    "StepState",
+    "Unit",
+    "entry_row",
+    "input_hash",
+]
+
+# Entries are never deleted, so a plain rowid (one more than the largest) only grows.
+# Requests are found by id, so their table is keyed by it (WITHOUT ROWID), and the
+# index of open requests holds only those.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS journal_requests (
+    request_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    catalog TEXT NOT NULL,
+    catalog_version TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
+    input TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    early_exit INTEGER NOT NULL,
+    opened_at REAL NOT NULL,
+    claimed_at REAL,
+    closed_at REAL,
+    response_hash TEXT,
+    closed_as TEXT
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal_entries (
+    seq INTEGER PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    part TEXT NOT NULL,
+    outcome TEXT,
+    value TEXT,
+    message TEXT,
+    exact TEXT,
+    at REAL NOT NULL,
+    checksum TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_id, seq);
+CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (opened_at)
+    WHERE closed_at IS NULL;
+"""
+
+#: how a request closed by its caller's cancellation is marked (``closed_as``)
+CANCELLED = "cancelled"
+#: ``closed_as`` of a request that has its response
+ANSWERED = "answered"
+#: what ``exact`` holds for a value with no exact form: its step is not resumable
+NO_EXACT = "-"
+
+#: One unit of the writer: statements, and store plans (a callable making a fresh
+#: plan, so that a unit can be retried alone), committed in one transaction.
+Unit = tuple[Any, ...]
+
+
+class JournalError(SolviError, RuntimeError):
+    """The journal cannot be written or read as it must be."""
+
+
+def _checksum(*fields: Any) -> str:
+    # Detects a torn or damaged entry, not tampering (that is the audit log's job),
+    # so a CRC is enough. Values are data whatever it says: nothing read is run.
+    text = "\x1f".join("" if f is None else str(f) for f in fields)
+    return format(zlib.crc32(text.encode()), "08x")
+
+
+@attrs.frozen
+class JournalEntry:
+    """One started or settled entry of a request.
+
+    `value` is what the part returned, rebuilt exactly; `resumable` is False when
+    it had no exact form (the step then counts as interrupted on resume).
+    """
+
+    seq: int
+    kind: str  # "started" | "settled"
+    step: int
+    part: str
+    outcome: str | None
+    value: Any
+    message: str | None
+    at: float
+    resumable: bool = True
+
+
+@attrs.frozen
+class StepState:
+    """What the journal says of one planned step, as a reader may show it.
+
+    `state` is ``"settled"``, ``"running"`` (only while the owner lives),
+    ``"interrupted during execution"``, ``"interrupted before start"``,
+    ``"not started"`` (owner alive) or ``"not run"`` (the request is closed).
+    """
+
+    part: str
+    state: str
+    outcome: str | None = None
+
+
+@attrs.frozen
+class RequestJournal:
+    """Everything the journal holds about one request."""
+
+    request_id: str
+    owner: str
+    owner_alive: bool
+    catalog: str
+    catalog_version: str
+    input_hash: str
+    input: dict[str, Any]
+    plan: tuple[str, ...]
+    early_exit: bool
+    closed: bool
+    entries: tuple[JournalEntry, ...]
+    skipped_torn: int
+    #: parts named by damaged entries: they may have started, so none is run again
+    #: unless idempotent
+    torn_parts: frozenset[str] = frozenset()
+    #: when a recovering process took the request over (entries before it belong
+    #: to the dead owner)
+    claimed_at: float | None = None
+    #: ``"answered"`` or ``"cancelled"`` once closed (None for journals before it)
+    closed_as: str | None = None
+    #: whether the stored input still matches its hash
+    input_intact: bool = True
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the request's caller cancelled it (it is closed, never resumed)."""
+        return self.closed_as == CANCELLED
+
+    def started_parts(self) -> set[str]:
+        """Parts that may have begun a call: a started entry, or a damaged entry."""
+        return {e.part for e in self.entries if e.kind == "started"} | set(self.torn_parts)
+
+    def steps(self) -> tuple[StepState, ...]:
+        """Each planned step's state, never "running" once its owner is gone."""
+        started: dict[str, JournalEntry] = {}
+        settled: dict[str, JournalEntry] = {}
+        for e in self.entries:
+            (started if e.kind == "started" else settled)[e.part] = e
+        out = []
+        for part in self.plan:
+            if part in settled:
+                out.append(StepState(part, "settled", settled[part].outcome))
+            elif part in started or part in self.torn_parts:
+                entry = started.get(part)
+                before_claim = entry is None or (
+                    self.claimed_at is not None and entry.at <= self.claimed_at
+                )
+                live = self.owner_alive and not before_claim and not self.closed
+                state = "running" if live else "interrupted during execution"
+                out.append(StepState(part, state))
+            elif self.closed:
+                out.append(StepState(part, "not run"))
+            else:
+                state = "not started" if self.owner_alive else "interrupted before start"
+                out.append(StepState(part, state))
+        return tuple(out)
+
+
+ENTRY_COLUMNS = "request_id, kind, step, part, outcome, value, message, exact, at, checksum"
+INSERT_ENTRY = f"INSERT INTO journal_entries ({ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
+OPEN_REQUEST = (
+    "INSERT INTO journal_requests (request_id, owner, catalog, catalog_version, "
+    "input_hash, input, plan, early_exit, opened_at) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+CLOSE_REQUEST = (
+    "UPDATE journal_requests SET closed_at = ?, response_hash = ?, closed_as = ? "
+    "WHERE request_id = ? AND closed_at IS NULL"
+)
+
+
+class EntryRows:
+    """The entry rows of one request, as `entry_row` makes them, with the request's
+    share of each checksum worked out once (a CRC can be continued)."""
+
+    __slots__ = ("_crc", "request_id")
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self._crc = zlib.crc32(f"{request_id}\x1f".encode())
+
+    def started(self, step: int, part: str) -> tuple[Any, ...]:
+        """The row of a started entry."""
+        crc = zlib.crc32(f"started\x1f{step}\x1f{part}\x1f\x1f\x1f\x1f".encode(), self._crc)
+        return (
+            self.request_id,
+            "started",
+            step,
+            part,
+            None,
+            None,
+            None,
+            None,
+            time.time(),
+            f"{crc:08x}",
+        )
+
+    def settled(
+        self,
+        step: int,
+        part: str,
+        outcome: str,
+        value: str | None,
+        message: str | None,
+        exact: str | None,
+    ) -> tuple[Any, ...]:
+        """The row of a settled entry."""
+        text = (
+            f"settled\x1f{step}\x1f{part}\x1f{outcome}\x1f{'' if value is None else value}\x1f"
+            f"{'' if message is None else message}\x1f{'' if exact is None else exact}"
+        )
+        crc = zlib.crc32(text.encode(), self._crc)
+        row = (self.request_id, "settled", step, part, outcome, value, message, exact)
+        return (*row, time.time(), f"{crc:08x}")
+
+
+def entry_row(
+    request_id: str,
+    kind: str,
+    step: int,
+    part: str,
+    outcome: str | None,
+    value: str | None,
+    message: str | None,
+    exact: str | None,
+) -> tuple[Any, ...]:
+    """The row of one entry, checksum included."""
+    checksum = _checksum(request_id, kind, step, part, outcome, value, message, exact)
+    return (request_id, kind, step, part, outcome, value, message, exact, time.time(), checksum)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_json(plan: tuple[str, ...]) -> str:
+    """A plan as the journal keeps it (the same few plans come back for every request)."""
+    return json.dumps(list(plan))
+
+
+def input_hash(state_json: str) -> str:
+    """sha256 of a request's canonical input."""
+    return hashlib.sha256(state_json.encode()).hexdigest()
+
+
+_TEXT, _NUMBER, _OPT_TEXT, _OPT_NUMBER = (
+    (str,),
+    (int, float),
+    (str, type(None)),
+    (
+        int,
+        float,
+        type(None),
+    ),
+)
+#: the types each column of a request row (as `load` selects it) may hold
+_REQUEST_TYPES = (_TEXT,) * 7 + (_NUMBER, _OPT_NUMBER, _OPT_NUMBER, _OPT_TEXT)
+#: the same for an entry row
+_ENTRY_TYPES = (
+    (int,),
+    _TEXT,
+    (int,),
+    _TEXT,
+    _OPT_TEXT,
+    _OPT_TEXT,
+    _OPT_TEXT,
+    _OPT_TEXT,
+    _NUMBER,
+    _TEXT,
+)
+
+
+def _check_types(row: Sequence[Any], types: Sequence[tuple[type, ...]]) -> None:
+    """Raise TypeError naming the first column whose value has a type solvi never writes."""
+    for index, (value, allowed) in enumerate(zip(row, types, strict=True)):
+        if type(value) not in allowed:
+            msg = f"column {index} holds a {type(value).__name__}"
+            raise TypeError(msg)
+
+
+def _input_and_plan(row: Sequence[Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A request row's input and plan.
+
+    Raises:
+        TypeError, ValueError: the row holds what solvi never writes.
+    """
+    _check_types(row, _REQUEST_TYPES)
+    state = decode(row[5])
+    plan = tuple(json.loads(row[6]))
+    if not isinstance(state, dict) or not all(isinstance(p, str) for p in plan):
+        msg = "the input is not a mapping, or the plan not a list of names"
+        raise ValueError(msg)
+    return state, plan
+
+
+def _entry_value(value: str | None, exact: str | None) -> tuple[Any, bool]:
+    """An entry's value and whether it is exact.
+
+    Raises:
+        ExactFormError, ValueError: the stored text is not what solvi writes.
+    """
+    if exact == NO_EXACT:
+        return (None if value is None else json.loads(value)), False
+    if exact is not None:
+        return decode(exact), True
+    return (None if value is None else json.loads(value)), True
+
+
+class Journal(abc.ABC):
+    """What every journal backend shares; subclasses supply connections and liveness.
+
+    Journal SQL uses ``?`` placeholders; a backend whose driver wants another style
+    converts them. Writes are units handed to the writer thread (`submit`);
+    `commit` waits for one.
+    """
+
+    owner: str
+    #: requests this process is running right now
+    active: set[str]
+    #: requests whose row could not be read (listed by nothing, reported here)
+    damaged: set[str]
+    _writer: Writer[Unit] | None = None
+
+    # -- what a backend supplies -----------------------------------------------
+
+    @abc.abstractmethod
+    def _write(self, units: list[Unit]) -> None:
+        """On the writer thread: run every unit in one transaction, committed on return."""
+
+    @abc.abstractmethod
+    def _writer_exit(self) -> None:
+        """On the writer thread, as it stops: close its connection."""
+
+    @abc.abstractmethod
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one query and return its rows (never on an event loop's thread)."""
+
+    @abc.abstractmethod
+    def owner_alive(self, owner: str) -> bool:
+        """Whether the process that owns `owner` still holds its lock."""
+
+    @abc.abstractmethod
+    def claim(self, request_id: str) -> bool:
+        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+
+    @abc.abstractmethod
+    def _release(self) -> None:
+        """Release this process's owner lock and connections (after the writer stopped)."""
+
+    @abc.abstractmethod
+    def same_database(self, store: object) -> bool:
+        """Whether `store` keeps its tables in this journal's database."""
+
+    # -- the writer ------------------------------------------------------------
+
+    @property
+    def writer(self) -> Writer[Unit]:
+        """The journal's writer thread (started on the first write)."""
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = Writer(
+                self._write, name=f"solvi-journal-writer {self!r}", on_exit=self._writer_exit
+            )
+        return writer
+
+    def submit(self, unit: Unit) -> Ticket:
+        """Hand one unit to the writer thread."""
+        return self.writer.submit(unit)
+
+    def commit(self, unit: Unit) -> None:
+        """Hand one unit to the writer thread and wait until it is committed."""
+        self.submit(unit).wait()
+
+    def close(self) -> None:
+        """Commit what was submitted, stop the writer, release the owner lock (this
+        process's unclosed requests become recoverable). A second call does nothing."""
+        if self._writer is not None:
+            self._writer.close()
+        self._release()
+
+    # -- statements --------------------------------------------------------------
+
+    def open_statement(
+        self,
+        request_id: str,
+        *,
+        catalog: str,
+        catalog_version: str,
+        state_json: str,
+        plan: tuple[str, ...],
+        early_exit: bool,
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement that writes a request's open entry."""
+        return (
+            OPEN_REQUEST,
+            (
+                request_id,
+                self.owner,
+                catalog,
+                catalog_version,
+                input_hash(state_json),
+                state_json,
+                _plan_json(plan),
+                int(early_exit),
+                time.time(),
+            ),
+        )
+
+    def close_statement(
+        self, request_id: str, response_hash: str | None, closed_as: str = ANSWERED
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement that closes a request."""
+        return (CLOSE_REQUEST, (time.time(), response_hash, closed_as, request_id))
+
+    # -- writing, one statement at a time (tools, tests, the sync driver) ----------
+
+    def open(
+        self,
+        request_id: str,
+        *,
+        catalog: str,
+        catalog_version: str,
+        state_json: str,
+        plan: tuple[str, ...],
+        early_exit: bool,
+    ) -> None:
+        """Commit the open entry of a request; nothing runs before it returns."""
+        statement = self.open_statement(
+            request_id,
+            catalog=catalog,
+            catalog_version=catalog_version,
+            state_json=state_json,
+            plan=plan,
+            early_exit=early_exit,
+        )
+        self.commit((statement,))
+
+    def started(self, request_id: str, step: int, part: str) -> None:
+        """Commit that a part's call is about to begin."""
+        row = entry_row(request_id, "started", step, part, None, None, None, None)
+        self.commit(((INSERT_ENTRY, row),))
+
+    def settled(
+        self,
+        request_id: str,
+        step: int,
+        part: str,
+        outcome: str,
+        value_json: str | None,
+        message: str | None,
+        exact: str | None = None,
+    ) -> None:
+        """Commit a call's outcome: `value_json` for readers, `exact` for a resume."""
+        row = entry_row(request_id, "settled", step, part, outcome, value_json, message, exact)
+        self.commit(((INSERT_ENTRY, row),))
+
+    def close_request(
+        self, request_id: str, response_hash: str | None, closed_as: str = ANSWERED
+    ) -> None:
+        """Commit that the request has its response (or was cancelled)."""
+        self.active.discard(request_id)
+        self.commit((self.close_statement(request_id, response_hash, closed_as),))
+
+    def running_here(self, request_id: str) -> None:
+        """Note that this process is running (or resuming) the request right now."""
+        self.active.add(request_id)
+
+    def done_here(self, request_id: str) -> None:
+        """Note that this process no longer runs the request."""
+        self.active.discard(request_id)
+
+    # -- reading -------------------------------------------------------------
+
+    def has_request(self, request_id: str) -> bool:
+        """Whether the journal holds a request with this id, finished or not."""
+        return bool(
+            self._fetch("SELECT 1 FROM journal_requests WHERE request_id = ?", (request_id,))
+        )
+
+    def load(self, request_id: str) -> RequestJournal:
+        """Everything journaled for one request.
+
+        Raises:
+            JournalError: no such request, or its row is damaged.
+        """
+        rows = self._fetch(
+            "SELECT request_id, owner, catalog, catalog_version, input_hash, input, plan, "
+            "early_exit, closed_at, claimed_at, closed_as FROM journal_requests "
+            "WHERE request_id = ?",
+            (request_id,),
+        )
+        if not rows:
+            msg = f"the journal {self} has no request {request_id!r}"
+            raise JournalError(msg)
+        row = rows[0]
+        try:
+            state, plan = _input_and_plan(row)
+        except (ValueError, TypeError) as exc:
+            msg = f"the journal's row for request {request_id!r} is damaged: {exc}"
+            raise JournalError(msg) from exc
+        entries, torn_parts = self._entries(request_id)
+        settled = {e.part for e in entries if e.kind == "settled"}
+        # This process owns what it claimed, but only what it is running is running.
+        alive = self.owner_alive(row[1]) and (row[1] != self.owner or request_id in self.active)
+        return RequestJournal(
+            request_id=row[0],
+            owner=row[1],
+            owner_alive=alive,
+            catalog=row[2],
+            catalog_version=row[3],
+            input_hash=row[4],
+            input=state,
+            plan=plan,
+            early_exit=bool(row[7]),
+            closed=row[8] is not None,
+            entries=tuple(entries),
+            skipped_torn=len(torn_parts),
+            torn_parts=frozenset(p for p in torn_parts if p not in settled),
+            claimed_at=row[9],
+            closed_as=row[10],
+            input_intact=input_hash(row[5]) == row[4],
+        )
+
+    def _entries(self, request_id: str) -> tuple[list[JournalEntry], list[str]]:
+        """A request's sound entries, and the part of each damaged one."""
+        entries: list[JournalEntry] = []
+        torn: list[str] = []
+        found = self._fetch(
+            "SELECT seq, kind, step, part, outcome, value, message, exact, at, checksum "
+            "FROM journal_entries WHERE request_id = ? ORDER BY seq",
+            (request_id,),
+        )
+        for row in found:
+            seq, kind, step, part, outcome, value, message, exact, at, checksum = row
+            try:
+                _check_types(row, _ENTRY_TYPES)
+            except TypeError:
+                torn.append(part if isinstance(part, str) else "?")
+                continue
+            expected = _checksum(request_id, kind, step, part, outcome, value, message, exact)
+            if checksum != expected or kind not in ("started", "settled"):
+                torn.append(str(part))  # a damaged entry is skipped, never fatal
+                continue
+            try:
+                decoded, resumable = _entry_value(value, exact)
+            except (ValueError, ExactFormError):
+                torn.append(str(part))
+                continue
+            entries.append(
+                JournalEntry(seq, kind, step, part, outcome, decoded, message, at, resumable)
+            )
+        return entries, torn
+
+    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
+        """Every request opened and not closed (read only; claims nothing)."""
+        query = "SELECT request_id FROM journal_requests WHERE closed_at IS NULL"
+        args: tuple[Any, ...] = ()
+        if catalog is not None:
+            query += " AND catalog = ?"
+            args = (catalog,)
+        for (request_id,) in self._fetch(query + " ORDER BY opened_at", args):
+            try:
+                yield self.load(request_id)
+            except JournalError:
+                self.damaged.add(request_id)  # one damaged row must not hide the others
+
+
+def is_new_schema(version_row: Sequence[Any] | None, where: object, version: int) -> bool:
+    """Whether a journal's version row is missing (a new journal, to be stamped).
+
+    Raises:
+        JournalError: the journal was written by a newer solvi.
+    """
+    if version_row is None:
+        return True
+    if version_row[0] > version:
+        msg = (
+            f"journal {where} has schema version {version_row[0]}, newer than this solvi "
+            f"understands ({version}); upgrade solvi"
+        )
+        raise JournalError(msg)
+    return False
+
+
+def drive_unit(
+    unit: Unit,
+    execute: Callable[[str, tuple[Any, ...]], Any],
+    run_plan: Callable[[Any], Any],
+) -> None:
+    """Run one unit's items: statements with `execute`, store plans with `run_plan`."""
+    for item in unit:
+        if type(item) is tuple:
+            execute(*item)
+        else:
+            run_plan(item())

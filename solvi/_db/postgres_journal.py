@@ -1,0 +1,229 @@
+"""`PostgresJournal`: a journal in PostgreSQL, shared by processes on several machines.
+
+The owner's liveness is a session advisory lock held by one connection of the
+owning process for as long as the journal is open: when the process dies, its
+connection closes and the lock goes with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from solvi._db.journal_base import (
+    CLOSE_REQUEST,
+    ENTRY_COLUMNS,
+    INSERT_ENTRY,
+    OPEN_REQUEST,
+    SCHEMA,
+    Journal,
+    JournalError,
+    Unit,
+    is_new_schema,
+)
+from solvi._store_plans import drive
+
+__all__ = ["PostgresJournal"]
+
+#: 2: requests record how they closed (``closed_as``)
+PG_VERSION = 2
+
+# The same tables in PostgreSQL's types.
+PG_SCHEMA = (
+    SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY")
+    .replace("REAL", "DOUBLE PRECISION")
+    .replace(" WITHOUT ROWID", "")
+    + "ALTER TABLE journal_requests ADD COLUMN IF NOT EXISTS closed_as TEXT;"
+)
+
+#: A group's entry rows as one INSERT, in order, from one parameter: the rows as a
+#: JSON array of arrays. The statement is the same whatever the number of rows (so it
+#: is prepared once), and json.dumps costs a fraction of psycopg adapting ten lists.
+_PG_INSERT_ENTRIES = (
+    f"INSERT INTO journal_entries ({ENTRY_COLUMNS}) SELECT r->>0, r->>1, (r->>2)::integer, "
+    "r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::double precision, r->>9 "
+    "FROM json_array_elements(%s::json) WITH ORDINALITY AS e(r, n) ORDER BY n"
+)
+
+Statements = list[tuple[str, tuple[Any, ...]]]
+
+
+def _one_statement(statements: Statements) -> tuple[str, list[Any]] | None:
+    """A group's statements as one PostgreSQL statement (atomic by itself), or None.
+
+    Opens and closes become data-modifying CTEs of the entries' INSERT. They all
+    see the snapshot taken before the statement, so a close of a request opened in
+    the same group, or any other statement, takes the multi-statement path.
+    """
+    rows: list[tuple[Any, ...]] = []
+    ctes: list[str] = []
+    params: list[Any] = []
+    opened: set[Any] = set()
+    closed: set[Any] = set()
+    for sql, values in statements:
+        if sql == INSERT_ENTRY:
+            rows.append(values)
+            continue
+        if sql == OPEN_REQUEST:
+            opened.add(values[0])
+        elif sql == CLOSE_REQUEST and values[3] not in closed:
+            closed.add(values[3])
+        else:
+            return None
+        ctes.append(f"q{len(ctes)} AS ({sql.replace('?', '%s')})")
+        params.extend(values)
+    if opened & closed:
+        return None
+    if not rows:
+        if len(ctes) == 1:
+            return statements[0][0].replace("?", "%s"), params
+        return f"WITH {', '.join(ctes)} SELECT 1", params
+    params.append(json.dumps(rows, ensure_ascii=False))
+    if not ctes:
+        return _PG_INSERT_ENTRIES, params
+    return f"WITH {', '.join(ctes)} {_PG_INSERT_ENTRIES}", params
+
+
+def _owner_key(owner: str) -> int:
+    """A signed 64-bit advisory-lock key for an owner."""
+    return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
+
+
+class PostgresJournal(Journal):
+    """A journal in PostgreSQL, shared by processes on several machines.
+
+    Args:
+        dsn: a ``postgresql://`` connection string (it may be a store's: then
+            saving a response and closing its request are one transaction).
+    """
+
+    def __init__(self, dsn: str) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            msg = "a PostgreSQL journal needs psycopg: pip install 'solvi[postgres]'"
+            raise ImportError(msg) from exc
+        self.dsn = dsn
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.active: set[str] = set()
+        self.damaged: set[str] = set()
+        self._connect = functools.partial(psycopg.connect, dsn, autocommit=True)
+        self._holder = self._connect()
+        self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
+        #: the writer thread's own connection
+        self._writer_conn: Any = None
+        self._closed = threading.Event()
+        self._pool = ConnectionPool(
+            dsn, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
+        )
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(7301)")  # one schema writer at a time
+            conn.execute(PG_SCHEMA)
+            row = conn.execute("SELECT version FROM journal_version").fetchone()
+            if is_new_schema(row, self, PG_VERSION):
+                conn.execute("INSERT INTO journal_version VALUES (%s)", (PG_VERSION,))
+            elif row is not None and row[0] < PG_VERSION:
+                conn.execute("UPDATE journal_version SET version = %s", (PG_VERSION,))
+
+    def __repr__(self) -> str:
+        return "PostgresJournal(...)"
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def _write(self, units: list[Unit]) -> None:
+        conn = self._writer_conn
+        if conn is None or conn.closed:
+            conn = self._writer_conn = self._connect()
+        statements: Statements = []
+        plans = False
+        for unit in units:
+            for item in unit:
+                if type(item) is tuple:
+                    statements.append(item)
+                else:
+                    plans = True
+        if not plans:
+            single = _one_statement(statements)
+            if single is not None:
+                conn.execute(*single)  # one statement is one transaction, in one round trip
+                return
+
+        def store_execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description is not None else []
+
+        with conn.transaction():
+            for unit in units:
+                for item in unit:
+                    if type(item) is tuple:
+                        conn.execute(self._sql(item[0]), item[1])
+                    else:
+                        drive(store_execute, item())
+
+    def _writer_exit(self) -> None:
+        conn, self._writer_conn = self._writer_conn, None
+        if conn is not None and not conn.closed:
+            conn.close()
+
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self._pool.closed:
+            msg = f"{self!r} is closed; open a new journal to read it"
+            raise JournalError(msg)
+        with self._pool.connection() as conn:
+            return list(conn.execute(self._sql(sql), params).fetchall())
+
+    def owner_alive(self, owner: str) -> bool:
+        """Whether `owner`'s advisory lock is still held by a live session."""
+        if owner == self.owner:
+            return not self._holder.closed
+        key = _owner_key(owner)
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            got = bool(row and row[0])
+            if got:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        return not got
+
+    def claim(self, request_id: str) -> bool:
+        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+        with self._pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "SELECT owner, closed_at FROM journal_requests WHERE request_id = %s FOR UPDATE",
+                (request_id,),
+            ).fetchone()
+            if row is None or row[1] is not None:
+                return False
+            if row[0] != self.owner and self.owner_alive(row[0]):
+                return False
+            conn.execute(
+                "UPDATE journal_requests SET owner = %s, claimed_at = %s WHERE request_id = %s",
+                (self.owner, time.time(), request_id),
+            )
+        return True
+
+    def same_database(self, store: object) -> bool:
+        """Whether `store` is a PostgreSQL store on this journal's connection string."""
+        from solvi._postgres_store import PostgresStore
+
+        return isinstance(store, PostgresStore) and store.dsn == self.dsn
+
+    def _release(self) -> None:
+        if not self._holder.closed:
+            self._holder.close()
+        if not self._pool.closed:
+            self._pool.close()
+
+    def __del__(self) -> None:
+        # An abandoned journal releases its owner lock, as the process's death would.
+        if getattr(self, "_pool", None) is not None and getattr(self, "_holder", None) is not None:
+            self._release()

@@ -1,0 +1,220 @@
+"""One writer thread per database: every commit runs there, never on an event loop.
+
+Callers `submit` a unit of work (the statements of one request, say) and get a
+`Ticket`. The thread takes everything submitted while it was busy and commits it
+in one transaction (a group commit across requests and event loops), so a burst
+of concurrent steps costs one commit, not one each. If that transaction fails,
+each unit is retried in a transaction of its own, so one bad unit fails alone.
+
+A synchronous caller waits with `Ticket.wait`; an async caller awaits
+`Ticket.wait_async`, which parks the task on its own event loop (asyncio or trio)
+and is woken from the writer thread: the loop's thread does no database work.
+Units are committed in the order they were submitted, so once a ticket is done,
+every unit submitted before it is committed or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import anyio
+
+__all__ = ["Ticket", "Writer", "WriterClosed"]
+
+U = TypeVar("U")
+
+
+class WriterClosed(RuntimeError):
+    """Work was submitted to a writer that has been closed."""
+
+
+class Ticket:
+    """The promise of one submitted unit: done once its transaction committed or failed."""
+
+    __slots__ = ("_waker", "_writer", "done", "error")
+
+    def __init__(self, writer: Writer[Any]) -> None:
+        self._writer = writer
+        self.done = False
+        self.error: BaseException | None = None
+        #: (loop key, call) to wake an async waiter, set while one waits
+        self._waker: tuple[Any, Callable[[], None]] | None = None
+
+    def result(self) -> None:
+        """Raise the unit's error, if it failed (call once it is done)."""
+        if self.error is not None:
+            raise self.error
+
+    def wait(self) -> None:
+        """Block this (non-loop) thread until the unit is committed; raise its error."""
+        if not self.done:
+            self._writer.wait_for(self)
+        self.result()
+
+    async def wait_async(self) -> None:
+        """Wait on the running event loop until the unit is committed; raise its error.
+
+        Cancelling the wait leaves the unit to be committed all the same.
+        """
+        if self.done:
+            self.result()
+            return
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            future: asyncio.Future[None] = loop.create_future()
+
+            def wake() -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            self._waker = (loop, wake)
+            if not self.done:  # else the writer finished first, and may not have seen us
+                await future
+        else:
+            token = _trio_token()
+            event = anyio.Event()
+            self._waker = (token, event.set)
+            if not self.done:
+                await event.wait()
+        self.result()
+
+
+def _trio_token() -> Any:
+    trio = sys.modules["trio"]
+    return trio.lowlevel.current_trio_token()
+
+
+def _call_soon(loop_key: Any, calls: list[Callable[[], None]]) -> None:
+    """Run `calls` on the loop `loop_key` stands for, from another thread."""
+
+    def run_all() -> None:
+        for call in calls:
+            call()
+
+    try:
+        if isinstance(loop_key, asyncio.AbstractEventLoop):
+            loop_key.call_soon_threadsafe(run_all)
+        else:
+            loop_key.run_sync_soon(run_all)
+    except RuntimeError:
+        pass  # the loop has closed: nobody is left waiting there
+
+
+class Writer(Generic[U]):
+    """A thread that commits units of work in submission order, gathering them.
+
+    Args:
+        commit: runs on the writer thread with a list of units, in one transaction;
+            raises to fail them all (they are then retried one by one).
+        name: the thread's name.
+        on_exit: runs on the writer thread when it stops (to close its connection).
+    """
+
+    def __init__(
+        self,
+        commit: Callable[[list[U]], None],
+        *,
+        name: str,
+        on_exit: Callable[[], None] | None = None,
+    ) -> None:
+        self._commit = commit
+        self._name = name
+        self._on_exit = on_exit
+        self._cond = threading.Condition()
+        self._units: list[U] = []
+        self._tickets: list[Ticket] = []
+        self._closing = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, unit: U) -> Ticket:
+        """Queue one unit for the next commit.
+
+        Raises:
+            WriterClosed: the writer was closed.
+        """
+        ticket = Ticket(self)
+        with self._cond:
+            if self._closing:
+                msg = f"{self._name} is closed; open a new one to write"
+                raise WriterClosed(msg)
+            self._units.append(unit)
+            self._tickets.append(ticket)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify_all()
+        return ticket
+
+    def commit(self, unit: U) -> None:
+        """Submit one unit and wait for it (from a thread that runs no event loop)."""
+        self.submit(unit).wait()
+
+    def wait_for(self, ticket: Ticket) -> None:
+        """Block until `ticket` is done."""
+        with self._cond:
+            while not ticket.done:
+                self._cond.wait()
+
+    def close(self) -> None:
+        """Commit what was submitted, then stop the thread (a second call does nothing)."""
+        with self._cond:
+            self._closing = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._closing
+
+    def _work(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._units and not self._closing:
+                        self._cond.wait()
+                    if not self._units:
+                        return
+                    units, self._units = self._units, []
+                    tickets, self._tickets = self._tickets, []
+                self._run(units, tickets)
+        finally:
+            if self._on_exit is not None:
+                self._on_exit()
+
+    def _run(self, units: list[U], tickets: list[Ticket]) -> None:
+        try:
+            self._commit(units)
+        except BaseException as exc:
+            if len(units) == 1:
+                tickets[0].error = exc
+            else:
+                for unit, ticket in zip(units, tickets, strict=True):
+                    try:
+                        self._commit([unit])
+                    except BaseException as alone:  # handed to the unit's waiter
+                        ticket.error = alone
+        self._finish(tickets)
+
+    def _finish(self, tickets: list[Ticket]) -> None:
+        wakers: dict[Any, list[Callable[[], None]]] = {}
+        with self._cond:
+            for ticket in tickets:
+                ticket.done = True
+                waker = ticket._waker
+                if waker is not None:
+                    wakers.setdefault(waker[0], []).append(waker[1])
+            self._cond.notify_all()
+        # A waiter that sets its waker after this looked sees `done` and never parks.
+        for loop_key, calls in wakers.items():
+            _call_soon(loop_key, calls)
