@@ -1,10 +1,11 @@
-"""The ``grounded-decision`` command: run the examples, check a text policy, draw a chart."""
+"""The ``grounded-decision`` command: run the examples, check a policy, solve a parity game."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from grounded_decision.errors import GroundedDecisionError, PolicySyntaxError
 from grounded_decision.examples import EXAMPLES, TITLES
 from grounded_decision.module import Decision, Module
 from grounded_decision.policy.parse import parse
+from grounded_decision.statechart.certificate import check_certificate
+from grounded_decision.statechart.game import NO_LIMITS
+from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
+from grounded_decision.statechart.pgsolver import read_pgsolver, write_solution
 
 __all__ = ["format_channel", "format_decision", "main"]
 
@@ -74,6 +79,42 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
     return 0 if all(c.passed for c in channels) else 3
 
 
+def _solve_game(
+    path: str, *, algorithm: str, solution: str | None, verify: bool, as_json: bool
+) -> int:
+    game = read_pgsolver(Path(path).read_text(encoding="utf-8"))
+    started = time.perf_counter()
+    solved = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    seconds = time.perf_counter() - started
+    if solution is not None:
+        Path(solution).write_text(write_solution(solved.winner, solved.strategy), encoding="utf-8")
+    verdict = check_certificate(game, solved.winner, solved.strategy) if verify else None
+    even = sum(1 for side in solved.winner if side == 0)
+    report = {
+        "game": path,
+        "vertices": len(game),
+        "algorithm": solved.algorithm,
+        "seconds": round(seconds, 6),
+        "steps": solved.steps,
+        "even_wins": even,
+        "odd_wins": len(game) - even,
+        "start_winner": solved.winner[game.start],
+        "verified": None if verdict is None else verdict.valid,
+        "problem": None if verdict is None else verdict.problem,
+    }
+    if as_json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print(
+            f"{path}: {len(game)} vertices, {solved.algorithm} in {seconds:.3f} s;"
+            f" Even wins {even}, Odd wins {len(game) - even};"
+            f" vertex {game.start} is won by {'Even' if solved.winner[game.start] == 0 else 'Odd'}"
+        )
+        if verdict is not None:
+            print("certificate: verified" if verdict.valid else f"certificate: {verdict.problem}")
+    return 0 if verdict is None or verdict.valid else 3
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Workflow policies whose decisions carry their own checks."
@@ -88,11 +129,24 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("path", help="a file holding the policy text")
     check.add_argument("--json", action="store_true", help="print the reports as JSON")
     check.add_argument("--mermaid", action="store_true", help="print the chart as Mermaid")
+    solve = commands.add_parser("solve", help="solve a parity game in PGSolver format")
+    solve.add_argument("path", help="a PGSolver game file (parity N; then one line per vertex)")
+    solve.add_argument(
+        "--algorithm", choices=ALGORITHMS, default="auto", help="the solver (default: auto)"
+    )
+    solve.add_argument("--solution", metavar="OUT", help="write the solution (paritysol) here")
+    solve.add_argument(
+        "--verify", action="store_true", help="check the strategies with the independent checker"
+    )
+    solve.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check failed)."""
+    """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check failed).
+
+    ``solve`` exits 3 when ``--verify`` rejects the solution.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -113,6 +167,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 return 2
             return _run_examples([args.name], args.json)
+        if args.command == "solve":
+            return _solve_game(
+                args.path,
+                algorithm=args.algorithm,
+                solution=args.solution,
+                verify=args.verify,
+                as_json=args.json,
+            )
         return _check_policy(args.path, as_json=args.json, mermaid=args.mermaid)
     except OSError as exc:
         print(f"{PROG}: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)

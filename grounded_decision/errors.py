@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 __all__ = [
+    "CertificateError",
     "ChartError",
     "EvidenceError",
     "GameTooLarge",
     "GroundedDecisionError",
     "ParityUnsolved",
+    "PgsolverFormatError",
     "PolicyCompileError",
     "PolicySyntaxError",
     "RecordError",
+    "SolverChoiceError",
 ]
 
 
@@ -52,11 +55,40 @@ class GameTooLarge(GroundedDecisionError, ValueError):
 
 
 class ParityUnsolved(GroundedDecisionError, RuntimeError):
-    """The parity solver gave up: too many vertices, or recursion deeper than its limit."""
+    """The parity solver gave up: a cap or budget of ``Limits`` was reached.
 
-    def __init__(self, message: str, *, limit: int) -> None:
+    ``setting`` names the ``Limits`` field that was reached; raise it, or pass ``None``
+    for no cap.
+    """
+
+    def __init__(self, message: str, *, limit: float, setting: str = "max_parity_depth") -> None:
         super().__init__(message)
         self.limit = limit
+        self.setting = setting
+
+
+class PgsolverFormatError(GroundedDecisionError, ValueError):
+    """A PGSolver game or solution file is malformed; ``line`` is the 1-based line at fault.
+
+    .. versionadded:: Unreleased
+    """
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class CertificateError(GroundedDecisionError, ValueError):
+    """A parity solution's strategies do not prove its winning regions.
+
+    ``vertex`` is a vertex at fault, when one can be named.
+
+    .. versionadded:: Unreleased
+    """
+
+    def __init__(self, message: str, *, vertex: int | None = None) -> None:
+        super().__init__(message)
+        self.vertex = vertex
 
 
 class EvidenceError(GroundedDecisionError, ValueError):
@@ -65,3 +97,10 @@ class EvidenceError(GroundedDecisionError, ValueError):
 
 class RecordError(GroundedDecisionError, ValueError):
     """A decision record read from JSON is missing a field or has a wrong type."""
+
+
+class SolverChoiceError(GroundedDecisionError, ValueError):
+    """A solver was asked for by a name it does not have.
+
+    .. versionadded:: Unreleased
+    """

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from grounded_decision.errors import GameTooLarge, ParityUnsolved
+from grounded_decision.errors import (
+    CertificateError,
+    GameTooLarge,
+    ParityUnsolved,
+    PgsolverFormatError,
+    SolverChoiceError,
+)
+from grounded_decision.statechart.certificate import (
+    Certificate,
+    check_certificate,
+    verify_certificate,
+)
 from grounded_decision.statechart.chart import State, Statechart, Transition
 from grounded_decision.statechart.game import (
     CONTROLLER,
     ENVIRONMENT,
     FINAL_EVENT,
+    NO_LIMITS,
     GameGraph,
     GameGraphError,
     Limits,
@@ -23,9 +35,18 @@ from grounded_decision.statechart.mean_payoff import (
     walk_weights,
 )
 from grounded_decision.statechart.parity import (
+    ALGORITHMS,
+    ParitySolution,
     controller_wins_from_start,
     even_wins,
+    solve_parity,
     winning_regions,
+)
+from grounded_decision.statechart.pgsolver import (
+    read_pgsolver,
+    read_solution,
+    write_pgsolver,
+    write_solution,
 )
 from grounded_decision.statechart.two_player import (
     MeanPayoffSolution,
@@ -35,20 +56,28 @@ from grounded_decision.statechart.two_player import (
 )
 
 __all__ = [
+    "ALGORITHMS",
     "CONTROLLER",
     "ENVIRONMENT",
     "FINAL_EVENT",
     "MEAN_TOLERANCE",
+    "NO_LIMITS",
+    "Certificate",
+    "CertificateError",
     "GameGraph",
     "GameGraphError",
     "GameTooLarge",
     "Limits",
     "MeanPayoffSolution",
+    "ParitySolution",
     "ParityUnsolved",
+    "PgsolverFormatError",
+    "SolverChoiceError",
     "State",
     "Statechart",
     "Transition",
     "attractor",
+    "check_certificate",
     "compile_game",
     "controller_wins_from_start",
     "even_wins",
@@ -57,8 +86,14 @@ __all__ = [
     "mean_payoff_value",
     "min_mean_payoff",
     "nonnegative_mean",
+    "read_pgsolver",
+    "read_solution",
     "solve_mean_payoff",
+    "solve_parity",
     "strategy_guarantees",
+    "verify_certificate",
     "walk_weights",
     "winning_regions",
+    "write_pgsolver",
+    "write_solution",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "CONTROLLER",
     "ENVIRONMENT",
     "FINAL_EVENT",
+    "NO_LIMITS",
     "GameGraph",
     "GameGraphError",
     "Limits",
@@ -29,19 +30,54 @@ FINAL_EVENT = "_final"
 """Event label of the self-loop added to every state without an outgoing transition."""
 
 
+def _cap(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        msg = f"a Limits cap must be a whole number >= 0 or None (no cap), got {value!r}"
+        raise TypeError(msg)
+    return value
+
+
+def _seconds(value: float | None) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        msg = f"Limits.parity_seconds must be a number of seconds or None, got {value!r}"
+        raise TypeError(msg)
+    if value is not None and value <= 0:
+        msg = f"Limits.parity_seconds must be positive or None, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
 @attrs.frozen
 class Limits:
     """Engineering budgets for the solvers; a chart beyond them makes every decision abstain.
 
+    Each cap may be ``None`` for no cap. The defaults are the documented ones, so every
+    documented refusal reads the same; the two parity budgets are off by default.
+
     Parameters:
         max_game_vertices: most states ``compile_game`` and the parity solver accept.
-        max_parity_depth: deepest nesting of Zielonka's recursion.
+        max_parity_depth: deepest nesting of Zielonka's recursion (on the compressed game).
         max_karp_vertices: most vertices the mean-payoff solver accepts.
+        parity_steps: most units of parity-solver work (one unit per vertex attracted or edge
+            scanned), or ``None``.
+        parity_seconds: most wall-clock seconds for one parity solve, or ``None``.
+
+    Raises:
+        TypeError: when a cap is not a whole number (or a number of seconds) or ``None``.
+        ValueError: when ``parity_seconds`` is not positive.
+
+    .. versionchanged:: Unreleased ``None`` caps, ``parity_steps`` and ``parity_seconds``.
     """
 
-    max_game_vertices: int = 200
-    max_parity_depth: int = 64
-    max_karp_vertices: int = 200
+    max_game_vertices: int | None = attrs.field(default=200, converter=_cap)
+    max_parity_depth: int | None = attrs.field(default=64, converter=_cap)
+    max_karp_vertices: int | None = attrs.field(default=200, converter=_cap)
+    parity_steps: int | None = attrs.field(default=None, kw_only=True, converter=_cap)
+    parity_seconds: float | None = attrs.field(default=None, kw_only=True, converter=_seconds)
+
+
+NO_LIMITS = Limits(None, None, None)
+"""Limits with every cap off, for games far larger than a policy's chart."""
 
 
 Edge = tuple[int, str, float]
@@ -140,7 +176,7 @@ def compile_game(chart: Statechart, limits: Limits | None = None) -> GameGraph:
     limits = limits or Limits()
     chart.validate()
     names = chart.states()
-    if len(names) > limits.max_game_vertices:
+    if limits.max_game_vertices is not None and len(names) > limits.max_game_vertices:
         msg = f"{len(names)} vertices exceed limit {limits.max_game_vertices}"
         raise GameTooLarge(
             msg,
