@@ -1,8 +1,20 @@
-"""Zielonka and Karp on seeded random games of growing size, with brute force where it finishes.
+"""Parity and mean-payoff solvers on seeded random games and crafted families.
 
-Prints, per size, the time of each solver and the growth rate (the slope of log time against
-log size between consecutive rows: 1 means linear, 2 quadratic). Solver limits are raised to
-fit each game. ``--quick`` runs small sizes only and finishes in a few seconds.
+Sections, in the order they print:
+
+1. Growth: ``even_wins`` and Karp on random games of growing size, with brute force where
+   it finishes; per size, the time of each solver and the growth rate (the slope of log
+   time against log size between rows: 1 means linear, 2 quadratic).
+2. Parity at scale: the new solvers (iterative Zielonka, priority promotion, ``auto``)
+   against the previous recursive Zielonka (kept here as the reference), on random games
+   (out-degree 1-2, as many priorities as vertices) and on crafted families (the "core"
+   counter of Benerecetti et al., a ladder, a Jurdzinski-style layered game, two binary
+   counters). Every solution is checked with the certificate checker (as ``--verify``
+   does). When the ``OINK`` environment variable names a locally built Oink binary, each
+   game is also written to a temporary PGSolver file and timed with Oink (process wall
+   time, parsing included); ratios are printed. Oink is never downloaded or shipped.
+
+``--quick`` runs small sizes only and finishes in well under 30 s.
 """
 
 from __future__ import annotations
@@ -10,18 +22,30 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from fractions import Fraction
+from functools import partial
+from pathlib import Path
 
 from grounded_decision.statechart import (
     GameGraph,
     Limits,
+    ParityUnsolved,
+    check_certificate,
     even_wins,
     max_mean_payoff,
+    solve_parity,
+    write_pgsolver,
 )
+
+# -- Shared: sizes, generators of section 1, brute force, timing ---------------------------
 
 FULL_SIZES = (10, 100, 300, 1_000, 3_000, 10_000)
 QUICK_SIZES = (10, 100, 300, 1_000)
@@ -111,15 +135,14 @@ def _slope(prev: tuple[int, float] | None, n: int, seconds: float) -> str:
     return f"{math.log(seconds / prev[1]) / math.log(n / prev[0]):.2f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print one row per size."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes only (smoke test)")
-    parser.add_argument("--seed", type=int, default=20240611)
-    parser.add_argument("--karp-max", type=int, default=10_000, help="largest size for Karp")
-    args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    rng = random.Random(args.seed)
+# -- Section 1: growth of even_wins and Karp ----------------------------------------------
+
+
+def growth_section(*, quick: bool, seed: int, karp_max: int) -> int:
+    """Section 1: even_wins and Karp on random games of growing size; one row per size."""
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    rng = random.Random(seed)
+    print("== growth: even_wins and Karp on random games (out-degree 1-3, 8 priorities)")
     header = (
         f"{'vertices':>8} {'edges':>7} {'zielonka s':>11} {'growth':>6} {'karp s':>9}"
         f" {'growth':>6} {'brute force':>24}"
@@ -132,16 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         game = random_game(n, rng)
         edges = sum(len(out) for out in game.edges)
         limits = Limits(max_game_vertices=n, max_parity_depth=10 * n, max_karp_vertices=n)
-        z_time, wins = timed(lambda g=game, lim=limits: even_wins(g, lim))
-        if n <= args.karp_max:
-            k_time, best = timed(lambda g=game, lim=limits: max_mean_payoff(g, lim))
+        z_time, wins = timed(partial(even_wins, game, limits))
+        if n <= karp_max:
+            k_time, best = timed(partial(max_mean_payoff, game, limits))
             karp_cell = f"{k_time:9.3f}"
             k_growth = _slope(prev_k, n, k_time)
             prev_k = (n, k_time)
         else:
             best, karp_cell, k_growth = None, f"{'skipped':>9}", "-"
         if n <= BRUTE_MAX_VERTICES:
-            b_time, brute_wins = timed(lambda g=game: brute_parity(g))
+            b_time, brute_wins = timed(partial(brute_parity, game))
             mean_ok = isinstance(best, float) and abs(brute_mean(game) - best) < 1e-9
             agree = brute_wins == wins and mean_ok
             brute = f"{b_time:.3f} s, {'agrees' if agree else 'DISAGREES'}"
@@ -155,6 +178,360 @@ def main(argv: list[str] | None = None) -> int:
             f" {karp_cell} {k_growth:>6} {brute:>24}"
         )
         prev_z = (n, z_time)
+    return 0
+
+
+# -- Section 2: parity at scale -----------------------------------------------------------
+
+# Generators. Each returns a GameGraph with every vertex given at least one successor.
+
+
+def _game(
+    priority: list[int], owner: list[int], succ: list[list[int]], names: Iterable[str] | None = None
+) -> GameGraph:
+    """Build a GameGraph from plain lists (events name the successor, weights are 0)."""
+    n = len(priority)
+    return GameGraph(
+        names=tuple(names) if names is not None else tuple(f"v{v}" for v in range(n)),
+        start=0,
+        edges=tuple(tuple((w, f"to {w}", 0.0) for w in dict.fromkeys(out)) for out in succ),
+        priority=tuple(priority),
+        owner=tuple(owner),
+    )
+
+
+def random_parity_game(n: int, rng: random.Random, *, priorities: int | None = None) -> GameGraph:
+    """Random owners, out-degree 1 or 2 to uniform targets, priorities in ``0..priorities-1``.
+
+    ``priorities`` defaults to ``n`` (as many priorities as vertices, the hard case for
+    Zielonka's nesting).
+    """
+    top = n if priorities is None else priorities
+    return _game(
+        [rng.randrange(top) for _ in range(n)],
+        [rng.randint(0, 1) for _ in range(n)],
+        [[rng.randrange(n) for _ in range(rng.randint(1, 2))] for _ in range(n)],
+    )
+
+
+def counter_core(k: int) -> GameGraph:
+    """The "core" family of Benerecetti, Dell'Erba and Mogavero: 2k+1 linked three-vertex pieces.
+
+    Piece i has a gate of priority m+1+i and a two-vertex loop of priority i owned by the
+    two players in turn; neighbouring pieces are chained both ways. It drives Zielonka's
+    recursion to exponentially many calls.
+    """
+    m = 2 * k
+    priority: list[int] = []
+    owner: list[int] = []
+    succ: list[list[int]] = []
+    for i in range(m + 1):
+        loop, back = 3 * i + 1, 3 * i + 2
+        priority += [m + 1 + i, i, i]
+        owner += [i % 2, i % 2, 1 - i % 2]
+        succ += [[loop], [back], [loop, back]]
+        if i < m:
+            succ[back].append(3 * (i + 1))
+    for i in range(m):
+        succ[3 * (i + 1) + 1].append(3 * i)
+    return _game(priority, owner, succ)
+
+
+def ladder(n: int) -> GameGraph:
+    """A ladder of n rungs: an Even vertex of priority 2i+2 and an Odd one of priority 2i+1.
+
+    Both vertices of a rung move to both of the next; the last rung leads back to the first.
+    """
+    priority: list[int] = []
+    owner: list[int] = []
+    succ: list[list[int]] = []
+    for i in range(n):
+        nxt = 2 * ((i + 1) % n)
+        priority += [2 * i + 2, 2 * i + 1]
+        owner += [0, 1]
+        succ += [[nxt, nxt + 1], [nxt, nxt + 1]]
+    return _game(priority, owner, succ)
+
+
+def jurdzinski(levels: int, width: int) -> GameGraph:
+    """A layered game after Jurdzinski's lower bound for small progress measures.
+
+    Level j is a path of width Odd vertices of priority 2j+1 between width+1 Even vertices
+    of priority 2j; Even vertices may drop one level, Odd vertices may climb back to the
+    top level's first vertex, so long chains of odd priorities have to be counted down.
+    """
+    priority: list[int] = []
+    owner: list[int] = []
+    succ: list[list[int]] = []
+    row = 2 * width + 1
+
+    def at(level: int, column: int) -> int:
+        return level * row + column
+
+    for level in range(levels):
+        for column in range(row):
+            even = column % 2 == 0
+            priority.append(2 * level if even else 2 * level + 1)
+            owner.append(0 if even else 1)
+            out = []
+            if column + 1 < row:
+                out.append(at(level, column + 1))
+            if column > 0:
+                out.append(at(level, column - 1))
+            if even and level + 1 < levels:
+                out.append(at(level + 1, column))
+            if not even:
+                out.append(at(levels - 1, 0))
+            succ.append(out)
+    return _game(priority, owner, succ)
+
+
+def two_counters(k: int) -> GameGraph:
+    """Two k-bit binary counters, one per player, whose bits distract each other.
+
+    Each bit is a high vertex of the bit's player, a low "tangle" vertex and an input of
+    the opponent; the high vertex passes to the next lower bit of the same counter, the
+    tangle vertex may jump to the inputs of the other counter's higher bits.
+    """
+    priority: list[int] = []
+    owner: list[int] = []
+    succ: list[list[int]] = []
+    top = 4 * k + 4
+    high: dict[tuple[int, int], int] = {}
+    entry: dict[tuple[int, int], int] = {}
+    for i in range(k):
+        for player in (0, 1):
+            base = len(priority)
+            high[player, i], entry[player, i] = base, base + 2
+            hi = top - 2 * i - (2 if player == 0 else 1)
+            priority += [hi, 2 + player, hi - 2 * k - 1]
+            owner += [player, 1 - player, 1 - player]
+            succ += [[], [base], [base + 1]]
+    for (player, i), h in high.items():
+        succ[h].append(entry[player, (i + k - 1) % k])
+        tangle = h + 1
+        for j in range(k):
+            if j >= i:
+                succ[tangle].append(entry[1 - player, j])
+    return _game(priority, owner, succ)
+
+
+# The previous implementation, kept as the reference: recursive Zielonka over frozensets,
+# rescanning each subgame for its top priority and rebuilding move counters per attractor.
+
+
+def _old_attractor(
+    game: GameGraph, universe: frozenset[int], target: Iterable[int], player: int
+) -> frozenset[int]:
+    """The previous attractor: counters rebuilt for every opponent vertex of the universe."""
+    attracted = {v for v in target if v in universe}
+    remaining: dict[int, int] = {}
+    queue = deque(attracted)
+    for v in universe:
+        if v in attracted or game.owner[v] == player:
+            continue
+        count = sum(1 for w in game.successors[v] if w in universe)
+        if count == 0:
+            attracted.add(v)
+            queue.append(v)
+        else:
+            remaining[v] = count
+    while queue:
+        w = queue.popleft()
+        for v in game.predecessors[w]:
+            if v in attracted or v not in universe:
+                continue
+            if game.owner[v] == player:
+                attracted.add(v)
+                queue.append(v)
+            else:
+                remaining[v] -= 1
+                if remaining[v] == 0:
+                    attracted.add(v)
+                    queue.append(v)
+    return frozenset(attracted)
+
+
+def old_zielonka(game: GameGraph) -> tuple[frozenset[int], frozenset[int]]:
+    """The previous recursive Zielonka (second call folded into a loop)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * len(game) + 1000))
+
+    def solve(vertices: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+        won: list[set[int]] = [set(), set()]
+        while vertices:
+            top_priority = max(game.priority[v] for v in vertices)
+            top = [v for v in vertices if game.priority[v] == top_priority]
+            favoured = top_priority % 2
+            other = 1 - favoured
+            pulled = _old_attractor(game, vertices, top, favoured)
+            sub = solve(vertices - pulled)
+            if not sub[other]:
+                won[favoured] |= vertices
+                break
+            lost = _old_attractor(game, vertices, sub[other], other)
+            won[other] |= lost
+            vertices = vertices - lost
+        return frozenset(won[0]), frozenset(won[1])
+
+    return solve(frozenset(range(len(game))))
+
+
+def _run_old(game: GameGraph, timeout: float) -> tuple[float | None, tuple[int, ...] | None]:
+    """Time the previous Zielonka in a child process, so a slow game can be cut off."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "game.pg"
+        path.write_text(write_pgsolver(game), encoding="utf-8")
+        code = (
+            "import sys, time; sys.path.insert(0, sys.argv[1]); import games;"
+            " from grounded_decision.statechart import read_pgsolver;"
+            " g = read_pgsolver(open(sys.argv[2]).read()); t = time.perf_counter();"
+            " even, odd = games.old_zielonka(g); t = time.perf_counter() - t;"
+            " print(t); print(''.join('0' if v in even else '1' for v in range(len(g))))"
+        )
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", code, str(Path(__file__).resolve().parent), str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=True,
+            )
+        except subprocess.TimeoutExpired:
+            return None, None
+        seconds, winners = done.stdout.split()
+        return float(seconds), tuple(int(c) for c in winners)
+
+
+def _run_oink(binary: str, game: GameGraph, extra: list[str], timeout: float) -> float | None:
+    """Wall time of a locally built Oink on the game, or None when it does not finish."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "game.pg"
+        path.write_text(write_pgsolver(game), encoding="utf-8")
+        started = time.perf_counter()
+        try:
+            subprocess.run(
+                [binary, *extra, str(path)], capture_output=True, timeout=timeout, check=True
+            )
+        except subprocess.TimeoutExpired:
+            return None
+        return time.perf_counter() - started
+
+
+def _cell(seconds: float | None) -> str:
+    return f"{'>limit':>9}" if seconds is None else f"{seconds:9.3f}"
+
+
+def _ratio(slow: float | None, fast: float | None) -> str:
+    if slow is None or fast is None or fast <= 0:
+        return f"{'-':>7}"
+    return f"{slow / fast:7.1f}"
+
+
+def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
+    """The games of section 2: (label, game, whether the old solver is run on it)."""
+    rng = random.Random(seed)
+    randoms: tuple[int, ...]
+    if quick:
+        randoms = (1_000, 5_000)
+        crafted = [
+            ("counter_core k=6", counter_core(6), True),
+            ("ladder n=500", ladder(500), True),
+            ("jurdzinski 6x6", jurdzinski(6, 6), True),
+            ("two_counters k=6", two_counters(6), True),
+        ]
+    else:
+        randoms = (1_000, 5_000, 20_000, 20_000, 100_000)
+        crafted = [
+            ("counter_core k=8", counter_core(8), True),
+            ("counter_core k=200", counter_core(200), False),
+            ("ladder n=5000", ladder(5_000), False),
+            ("jurdzinski 10x10", jurdzinski(10, 10), True),
+            ("jurdzinski 40x40", jurdzinski(40, 40), False),
+            ("two_counters k=8", two_counters(8), True),
+            ("two_counters k=40", two_counters(40), False),
+        ]
+    cases = [(f"random n={n}", random_parity_game(n, rng), n <= 5_000) for n in randoms]
+    return cases + crafted
+
+
+def parity_section(*, quick: bool, seed: int, old_timeout: float) -> int:
+    """Section 2: new solvers against the previous Zielonka (and Oink if OINK is set)."""
+    oink = os.environ.get("OINK")
+    print("== parity at scale: seconds per solve; 'old' is the previous recursive Zielonka")
+    header = (
+        f"{'game':22} {'vertices':>8} {'zielonka':>9} {'promotion':>9} {'auto':>9}"
+        f" {'old':>9} {'old/auto':>8} {'verify':>7}"
+    )
+    if oink:
+        header += f" {'oink':>9} {'oink zlk':>9} {'auto/oink':>9}"
+    print(header)
+    print("-" * len(header))
+    for label, game, run_old in parity_cases(quick, seed):
+        times: dict[str, float | None] = {}
+        winners = set()
+        verified = True
+        for algorithm in ("zielonka", "promotion", "auto"):
+            budget = Limits(None, None, None, parity_seconds=old_timeout)
+            started = time.perf_counter()
+            try:
+                solution = solve_parity(game, budget, algorithm=algorithm)
+            except ParityUnsolved:  # a spent time budget is a row entry, not a failure
+                times[algorithm] = None
+                continue
+            times[algorithm] = time.perf_counter() - started
+            winners.add(solution.winner)
+            verified = (
+                verified and check_certificate(game, solution.winner, solution.strategy).valid
+            )
+        old_time: float | None = None
+        if run_old:
+            old_time, old_winner = _run_old(game, old_timeout)
+            if old_winner is not None:
+                winners.add(old_winner)
+        if len(winners) > 1:
+            print(f"solvers disagree on {label}", file=sys.stderr)
+            return 1
+        old_cell = _cell(old_time) if run_old else f"{'skipped':>9}"
+        row = (
+            f"{label:22} {len(game):8d} {_cell(times['zielonka'])} {_cell(times['promotion'])}"
+            f" {_cell(times['auto'])} {old_cell}"
+            f" {_ratio(old_time, times['auto']):>8} {'yes' if verified else 'NO':>7}"
+        )
+        if oink:
+            best = _run_oink(oink, game, [], old_timeout)
+            zlk = _run_oink(oink, game, ["--zlk"], old_timeout)
+            row += f" {_cell(best)} {_cell(zlk)} {_ratio(times['auto'], best):>9}"
+        print(row, flush=True)
+        if not verified:
+            print(f"certificate rejected on {label}", file=sys.stderr)
+            return 1
+    return 0
+
+
+# -- Command line -------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sections and print their tables."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (smoke test)")
+    parser.add_argument("--seed", type=int, default=20240611)
+    parser.add_argument("--karp-max", type=int, default=10_000, help="largest size for Karp")
+    parser.add_argument(
+        "--section", choices=("all", "growth", "parity"), default="all", help="which tables"
+    )
+    parser.add_argument(
+        "--old-timeout", type=float, default=60.0, help="seconds before a slow solve is cut off"
+    )
+    args = parser.parse_args(argv)
+    if args.section in ("all", "growth"):
+        status = growth_section(quick=args.quick, seed=args.seed, karp_max=args.karp_max)
+        if status:
+            return status
+        print()
+    if args.section in ("all", "parity"):
+        timeout = min(args.old_timeout, 5.0) if args.quick else args.old_timeout
+        return parity_section(quick=args.quick, seed=args.seed, old_timeout=timeout)
     return 0
 
 

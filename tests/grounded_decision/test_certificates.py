@@ -1,0 +1,120 @@
+"""The independent certificate checker: it accepts solver output and rejects broken proofs."""
+
+from __future__ import annotations
+
+import pytest
+from gd_strategies import brute_even_wins, games
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounded_decision.statechart import (
+    NO_LIMITS,
+    CertificateError,
+    GameGraph,
+    check_certificate,
+    compile_game,
+    solve_parity,
+    verify_certificate,
+)
+from grounded_decision.statechart.chart import Statechart
+
+
+def _game(priority: list[int], owner: list[int], succ: list[list[int]]) -> GameGraph:
+    return GameGraph(
+        names=tuple(f"v{v}" for v in range(len(priority))),
+        start=0,
+        edges=tuple(tuple((w, "e", 0.0) for w in out) for out in succ),
+        priority=tuple(priority),
+        owner=tuple(owner),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(game=games(two_player=True, max_priority=5), data=st.data())
+def test_an_accepted_mutation_still_gives_the_true_regions(
+    game: GameGraph, data: st.DataObject
+) -> None:
+    """Change one winner or one strategy entry: the checker accepts only true regions."""
+    solution = solve_parity(game, NO_LIMITS)
+    winner = list(solution.winner)
+    strategy = list(solution.strategy)
+    v = data.draw(st.integers(0, len(game) - 1))
+    if data.draw(st.booleans()):
+        winner[v] = 1 - winner[v]
+    else:
+        strategy[v] = data.draw(st.sampled_from([*game.successors[v], -1]))
+    if check_certificate(game, winner, strategy).valid:
+        assert tuple(side == 0 for side in winner) == brute_even_wins(game)
+
+
+def test_flipping_a_winner_is_rejected() -> None:
+    """An Odd self-loop of priority 1 claimed for Even is rejected with the vertex named."""
+    game = _game([1], [0], [[0]])
+    verdict = check_certificate(game, [0], [0])
+    assert not verdict.valid
+    assert verdict.vertex == 0
+    assert "top priority 1 is the opponent's" in str(verdict.problem)
+
+
+def test_a_strategy_that_leaves_the_region_is_rejected() -> None:
+    """Even's pick at a vertex of its region must stay in that region."""
+    game = _game([0, 1], [0, 0], [[0, 1], [1]])
+    assert check_certificate(game, [0, 1], [0, -1]).valid
+    verdict = check_certificate(game, [0, 1], [1, -1])
+    assert not verdict.valid
+    assert "leaves the region" in str(verdict.problem)
+
+
+def test_a_loser_escape_is_rejected() -> None:
+    """A region the loser can leave is not closed."""
+    game = _game([0, 1], [1, 1], [[0, 1], [1]])
+    verdict = check_certificate(game, [0, 1], [-1, 1])
+    assert not verdict.valid
+    assert "the loser can move to 1" in str(verdict.problem)
+
+
+def test_a_losing_cycle_under_the_strategy_is_rejected() -> None:
+    """Even wins by choosing the even loop; the strategy choosing the odd loop is rejected."""
+    game = _game([2, 3, 4], [0, 1, 1], [[1, 2], [0], [0]])
+    assert check_certificate(game, [0, 0, 0], [2, -1, -1]).valid
+    verdict = check_certificate(game, [0, 0, 0], [1, -1, -1])
+    assert not verdict.valid
+    assert verdict.vertex == 1
+
+
+def test_a_non_successor_pick_is_rejected() -> None:
+    """A strategy entry that is not an edge of the game is named as such."""
+    game = _game([0, 0], [0, 0], [[1], [1]])
+    verdict = check_certificate(game, [0, 0], [0, 1])
+    assert "not a successor" in str(verdict.problem)
+
+
+def test_wrong_lengths_are_rejected() -> None:
+    """A solution of the wrong size says how many entries it has and needs."""
+    game = _game([0], [0], [[0]])
+    assert "for 1 vertices" in str(check_certificate(game, [0, 0], [0]).problem)
+
+
+def test_verify_certificate_raises_naming_the_vertex() -> None:
+    """verify_certificate raises CertificateError carrying the vertex at fault."""
+    game = _game([1], [0], [[0]])
+    with pytest.raises(CertificateError, match="not proven") as caught:
+        verify_certificate(game, [0], [0])
+    assert caught.value.vertex == 0
+
+
+def test_the_progress_check_answer_is_certified() -> None:
+    """A compiled chart's solution passes the checker (the game check relies on this)."""
+    chart = (
+        Statechart("w")
+        .state("a", initial=True)
+        .state("p", priority=1)
+        .state("done")
+        .on("a", "e", "p")
+        .on("p", "e", "p")
+        .on("p", "fix", "done")
+    )
+    game = compile_game(chart)
+    solution = solve_parity(game)
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+    assert solution.winner == (0, 0, 0)

@@ -1,0 +1,172 @@
+"""Every parity algorithm against brute force, crafted families, budgets and deep games."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from gd_strategies import brute_even_wins, games
+from hypothesis import given, settings
+
+from grounded_decision.statechart import (
+    ALGORITHMS,
+    NO_LIMITS,
+    GameGraph,
+    Limits,
+    ParityUnsolved,
+    SolverChoiceError,
+    check_certificate,
+    solve_parity,
+)
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "games.py"
+
+
+def _benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("games_benchmark", BENCHMARK)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+GAMES = _benchmark()
+
+
+def _wins(game: GameGraph, algorithm: str, limits: Limits = NO_LIMITS) -> tuple[bool, ...]:
+    solution = solve_parity(game, limits, algorithm=algorithm)
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+    return tuple(side == 0 for side in solution.winner)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@settings(max_examples=120, deadline=None)
+@given(game=games(two_player=True, max_priority=6))
+def test_every_algorithm_matches_brute_force(algorithm: str, game: GameGraph) -> None:
+    """Each algorithm's certified regions equal strategy enumeration on two-player games."""
+    assert _wins(game, algorithm) == brute_even_wins(game)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@settings(max_examples=60, deadline=None)
+@given(game=games(two_player=False, max_priority=6))
+def test_every_algorithm_matches_brute_force_one_player(algorithm: str, game: GameGraph) -> None:
+    """Each algorithm agrees with enumeration when the controller owns every vertex."""
+    assert _wins(game, algorithm) == brute_even_wins(game)
+
+
+@settings(max_examples=60, deadline=None)
+@given(game=games(two_player=True, max_priority=6))
+def test_auto_under_the_default_depth_cap_matches_brute_force(game: GameGraph) -> None:
+    """auto with the default Limits (Zielonka first) gives the brute-force answer."""
+    assert _wins(game, "auto", Limits()) == brute_even_wins(game)
+
+
+def test_random_games_agree_across_algorithms() -> None:
+    """On seeded random games of 300 vertices the three algorithms give the same winners."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(5):
+        game = GAMES.random_parity_game(300, rng)
+        answers = {_wins(game, algorithm) for algorithm in ALGORITHMS}
+        assert len(answers) == 1
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["counter_core", "ladder", "jurdzinski", "two_counters"],
+)
+def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
+    """Small members of each crafted family: every algorithm matches the previous Zielonka."""
+    game = {
+        "counter_core": lambda: GAMES.counter_core(4),
+        "ladder": lambda: GAMES.ladder(30),
+        "jurdzinski": lambda: GAMES.jurdzinski(4, 4),
+        "two_counters": lambda: GAMES.two_counters(4),
+    }[label]()
+    even, _ = GAMES.old_zielonka(game)
+    expected = tuple(v in even for v in range(len(game)))
+    for algorithm in ALGORITHMS:
+        assert _wins(game, algorithm) == expected
+
+
+def test_priority_promotion_solves_the_core_counter_quickly() -> None:
+    """The core counter that drives Zielonka to many calls takes promotion few steps."""
+    game = GAMES.counter_core(6)
+    zielonka = solve_parity(game, NO_LIMITS, algorithm="zielonka")
+    promotion = solve_parity(game, NO_LIMITS, algorithm="promotion")
+    assert zielonka.winner == promotion.winner
+    assert promotion.steps * 10 < zielonka.steps
+
+
+def _chain(n: int) -> GameGraph:
+    """A path of n vertices with rising priorities, ending in a self-loop."""
+    return GameGraph(
+        names=tuple(f"v{v}" for v in range(n)),
+        start=0,
+        edges=tuple(((min(v + 1, n - 1), "next", 0.0),) for v in range(n)),
+        priority=tuple(range(n)),
+        owner=tuple(v % 2 for v in range(n)),
+    )
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_deep_chain_needs_no_recursion_limit(algorithm: str) -> None:
+    """A 20,000-vertex chain with 20,000 priorities solves without Python recursion."""
+    game = _chain(20_000)
+    solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    top_side = (20_000 - 1) % 2
+    assert set(solution.winner) == {top_side}
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+
+
+def test_step_budget_refusal_names_the_setting() -> None:
+    """A spent step budget raises ParityUnsolved naming parity_steps and how to raise it."""
+    with pytest.raises(ParityUnsolved, match=r"Limits\.parity_steps.*raise parity_steps") as err:
+        solve_parity(_chain(200), Limits(None, None, None, parity_steps=10))
+    assert err.value.setting == "parity_steps"
+
+
+def test_time_budget_refusal_names_the_setting() -> None:
+    """A spent time budget raises ParityUnsolved naming parity_seconds."""
+    with pytest.raises(ParityUnsolved, match=r"Limits\.parity_seconds") as err:
+        solve_parity(GAMES.counter_core(8), Limits(None, None, None, parity_seconds=1e-9))
+    assert err.value.setting == "parity_seconds"
+
+
+def test_documented_refusals_read_the_same() -> None:
+    """The vertex and depth refusals keep their documented text and name their setting."""
+    with pytest.raises(ParityUnsolved, match=r"^3 vertices exceed limit 2$") as err:
+        solve_parity(_chain(3), Limits(max_game_vertices=2))
+    assert err.value.setting == "max_game_vertices"
+    nested = GameGraph(
+        names=tuple(f"s{v}" for v in range(6)),
+        start=0,
+        edges=tuple(((v, "stay", 0.0), (min(v + 1, 5), "next", 0.0)) for v in range(6)),
+        priority=tuple(range(6)),
+        owner=tuple(v % 2 for v in range(6)),
+    )
+    with pytest.raises(ParityUnsolved, match=r"^parity recursion deeper than limit 2$"):
+        solve_parity(nested, Limits(max_parity_depth=2))
+
+
+def test_limits_accept_none_and_reject_other_types() -> None:
+    """Limits caps take None for no cap; a string or negative number is refused."""
+    assert Limits(None, None, None).max_game_vertices is None
+    assert Limits().parity_steps is None
+    with pytest.raises(TypeError, match="whole number >= 0 or None"):
+        Limits(max_game_vertices="200")  # type: ignore[arg-type]  # the wrong type on purpose
+    with pytest.raises(ValueError, match="positive"):
+        Limits(parity_seconds=0)
+
+
+def test_unknown_algorithm_names_the_choices() -> None:
+    """An unknown algorithm raises SolverChoiceError listing the ones there are."""
+    with pytest.raises(SolverChoiceError, match="choose one of: auto, zielonka, promotion"):
+        solve_parity(_chain(2), algorithm="strategy-improvement")
