@@ -17,6 +17,8 @@ import attrs
 from solvi._db.exact import encode as encode_exact
 from solvi._db.journal_base import ANSWERED, NO_EXACT
 from solvi._db.writer import Ticket
+from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
+from solvi._run.steps import Program
 from solvi.errors import SolviError
 from solvi.journal import (
     INSERT_ENTRY,
@@ -27,9 +29,7 @@ from solvi.journal import (
     RequestJournal,
     StepState,
 )
-from solvi.program import Program
 from solvi.record import canonical_json, to_record_value
-from solvi.schedule import A_PART, FAILED, OK, Cause, Run
 
 Statement = tuple[str, tuple[Any, ...]]
 

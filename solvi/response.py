@@ -10,10 +10,7 @@ from typing import Any, Literal
 
 import attrs
 
-from solvi.flow import Flow
-from solvi.program import Program
-from solvi.record import canonical_json, record_hash, to_record_value
-from solvi.schedule import (
+from solvi._run.scheduler import (
     A_END,
     A_FACT,
     A_MESSAGE,
@@ -25,6 +22,9 @@ from solvi.schedule import (
     Cause,
     Run,
 )
+from solvi._run.steps import Program
+from solvi.flow import Flow
+from solvi.record import canonical_json, record_hash, to_record_value
 
 __all__ = [
     "RECORD_FORMAT",

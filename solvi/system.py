@@ -18,21 +18,20 @@ from typing import Any, Literal
 import anyio
 
 from solvi import recovery
+from solvi._run.async_ import run_async
+from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
+from solvi._run.steps import Node, Program, compile_flow, current_loop
+from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi._store_plans import PlanStore
-from solvi.aexecute import run_async
-from solvi.calls import current_loop
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import DuplicateRequestError, PlanError, SolviError, _closest
-from solvi.execute import run_sequential, run_sequential_subset, run_threaded
 from solvi.flow import Flow
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
-from solvi.program import Node, Program, compile_flow
 from solvi.question import Question
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
-from solvi.schedule import A_OUTCOME, A_PART, OK, Run
 from solvi.storage import Store, open_store
 from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
 

@@ -16,10 +16,24 @@ from typing import Any
 
 import anyio
 
-from solvi.calls import PartTimeout, cause_of
+from solvi._run.scheduler import (
+    OK,
+    Cause,
+    Run,
+    journal_refused,
+    learned_batches,
+    rest_after_learned,
+)
+from solvi._run.steps import (
+    ARITY_NONE,
+    ARITY_ONE,
+    Node,
+    PartTimeout,
+    cause_of,
+    effective_timeout,
+    waiting_counts,
+)
 from solvi.costs import CostBook
-from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
-from solvi.schedule import OK, Cause, Run, journal_refused, learned_batches, rest_after_learned
 
 __all__ = ["run_async", "run_node_async"]
 

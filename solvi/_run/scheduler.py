@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import attrs
 
-from solvi.program import Node, Program
+from solvi._run.steps import Cause, Node, Program
 
 __all__ = [
     "Cause",
@@ -26,16 +26,6 @@ __all__ = [
 ]
 
 PENDING, OK, FAILED, NOT_RUN = 0, 1, 2, 3
-
-
-@attrs.frozen
-class Cause:
-    """Why a fact is missing at run time: a part timed out or raised."""
-
-    kind: str  # "timeout" | "error"
-    part: str
-    fact: str
-    message: str
 
 
 @attrs.frozen

@@ -7,15 +7,22 @@ from concurrent.futures import Executor
 from time import perf_counter
 from typing import Any
 
-from solvi.calls import call_sync, cause_of
-from solvi.program import ARITY_NONE, ARITY_ONE, Node, effective_timeout, waiting_counts
-from solvi.schedule import (
+from solvi._run.scheduler import (
     OK,
     PENDING,
     Cause,
     Run,
     learned_batches,
     rest_after_learned,
+)
+from solvi._run.steps import (
+    ARITY_NONE,
+    ARITY_ONE,
+    Node,
+    call_sync,
+    cause_of,
+    effective_timeout,
+    waiting_counts,
 )
 
 __all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"]
