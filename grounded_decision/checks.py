@@ -315,6 +315,7 @@ def game_check(progress: Progress) -> Channel:
             "best_mean": progress.best_mean,
             "vertices": progress.vertices,
             "refused": progress.refused,
+            "certified": not progress.refused,
             "payoff": progress.payoff,
             "game_value": progress.game_value,
         },
