@@ -3,11 +3,20 @@
 The catalog looks up the policy, screens the policy holder against a sanctions
 list, scores fraud with a slow model (falling back to cheap rules when the model
 fails), checks the documents and sums scorecard points. Latencies are simulated
-with short sleeps so the demo shows what early exit and threads save.
+with short sleeps so the demo shows what early exit and concurrency save.
 
-Run it with ``python examples/claims.py`` (what ``make demo`` runs). Other code
-imports ``catalog``, ``QUESTIONS``, ``system`` and ``CLAIMS`` from here, and
-``solvi check examples/claims.py:system`` checks the catalog.
+It is written as a catalog should be under a server: the policy database, the
+fraud model and the document store are ``async def`` parts that ``await`` their
+(simulated) I/O, so ``await system.aask(...)`` in a web handler never blocks the
+event loop; the sanctions screening stands for a client library that only
+offers blocking calls, so it is declared ``blocking=True`` and ``aask`` runs it
+in a worker thread. Only cheap, pure computations are plain sync parts, run
+inline. ``system.ask`` answers the same, in scripts.
+
+Run it with ``python examples/claims.py`` (what ``make demo`` runs): it decides
+each sample claim with ``aask``. Other code imports ``catalog``, ``QUESTIONS``,
+``system`` and ``CLAIMS`` from here; ``solvi check examples/claims.py:system``
+checks the catalog and ``solvi serve examples/claims.py:system`` serves it.
 """
 
 from __future__ import annotations
@@ -17,9 +26,11 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from solvi import Catalog, Question, System, verify
 
-__all__ = ["CLAIMS", "DEMO_STORE", "QUESTIONS", "catalog", "main", "system"]
+__all__ = ["CLAIMS", "DEMO_STORE", "QUESTIONS", "catalog", "decide_all", "main", "system"]
 
 #: Where `make demo` keeps its decisions (SQLite, created on first run).
 DEMO_STORE = Path(".demo") / "claims.db"
@@ -87,8 +98,13 @@ REQUIRED_DOCUMENTS: dict[str, tuple[str, ...]] = {
 MODEL_KINDS = frozenset({"theft", "water", "fire"})
 
 
-def _wait(ms: float) -> None:
-    """Stand in for a network call or a model that takes `ms` milliseconds."""
+async def _io(ms: float) -> None:
+    """Stand in for an async client's network call that takes `ms` milliseconds."""
+    await anyio.sleep(ms / 1000.0)
+
+
+def _blocking_io(ms: float) -> None:
+    """Stand in for a blocking client library's call that takes `ms` milliseconds."""
     time.sleep(ms / 1000.0)
 
 
@@ -98,9 +114,9 @@ catalog = Catalog("claims")
 
 
 @catalog.fn(cost=10.0)
-def policy(claim: dict[str, Any]) -> dict[str, Any]:
-    """The policy the claim is made under, from the policy database."""
-    _wait(8)
+async def policy(claim: dict[str, Any]) -> dict[str, Any]:
+    """The policy the claim is made under, from the policy database (an async driver)."""
+    await _io(8)
     policy_id = claim["policy_id"]
     if policy_id not in POLICIES:
         msg = f"no policy {policy_id!r} in the policy database"
@@ -116,15 +132,15 @@ def policy_in_force(policy: dict[str, Any], claim: dict[str, Any]) -> bool:
 
 @catalog.check(hard=True, cost=20.0, blocking=True)
 def sanctions_clear(policy: dict[str, Any]) -> bool:
-    """The policy holder is on no sanctions list (a screening service)."""
-    _wait(15)
+    """The policy holder is on no sanctions list (a screening service's blocking client)."""
+    _blocking_io(15)
     return str(policy["holder"]).lower() not in SANCTIONS_LIST
 
 
 @catalog.fn(provides="fraud_score", cost=60.0, timeout=1.0)
-def fraud_model(claim: dict[str, Any], policy: dict[str, Any]) -> float:
-    """A fraud model: slow, and it only knows the claim kinds it was trained on."""
-    _wait(30 + zlib.crc32(claim["id"].encode()) % 50)
+async def fraud_model(claim: dict[str, Any], policy: dict[str, Any]) -> float:
+    """A fraud model on a model server: slow, and it only knows the kinds it was trained on."""
+    await _io(30 + zlib.crc32(claim["id"].encode()) % 50)
     if claim["kind"] not in MODEL_KINDS:
         msg = f"the fraud model was not trained on {claim['kind']!r} claims"
         raise ValueError(msg)
@@ -150,9 +166,9 @@ def fraud_ok(fraud_score: float) -> bool:
 
 
 @catalog.fn(cost=5.0)
-def missing_documents(claim: dict[str, Any], documents: list[str]) -> list[str]:
+async def missing_documents(claim: dict[str, Any], documents: list[str]) -> list[str]:
     """The documents this kind of claim needs that were not sent (a document store)."""
-    _wait(5)
+    await _io(5)
     return [d for d in REQUIRED_DOCUMENTS[claim["kind"]] if d not in documents]
 
 
@@ -265,25 +281,35 @@ STORIES = {
 }
 
 
+async def decide_all(system: System) -> list[str | None]:
+    """Decide each sample claim with `await system.aask`, as a web handler would; print each.
+
+    Returns:
+        The request ids of the decisions (None without a store), in the order of `CLAIMS`.
+    """
+    started = time.perf_counter()
+    ids: list[str | None] = []
+    for state in CLAIMS:
+        claim_id = state["claim"]["id"]
+        res = await system.aask(state)
+        ids.append(res.request_id)
+        print(f"== {claim_id}: {STORIES[claim_id]}")
+        print(res.show())
+        print()
+    elapsed = (time.perf_counter() - started) * 1000.0
+    print(f"{len(CLAIMS)} claims in {elapsed:.0f} ms; stats {system.stats}")
+    return ids
+
+
 def main(store: str | Path = DEMO_STORE) -> None:
-    """Ask about each sample claim, keep the decisions in SQLite, and check the store.
+    """Decide each sample claim, keep the decisions in SQLite, and check the store.
 
     Args:
         store: the SQLite file that keeps every decision and its audit log.
     """
     Path(store).parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     with System(catalog, QUESTIONS, workers=4, store=store) as demo:
-        ids = []
-        for state in CLAIMS:
-            claim_id = state["claim"]["id"]
-            res = demo.ask(state)
-            ids.append(res.request_id)
-            print(f"== {claim_id}: {STORIES[claim_id]}")
-            print(res.show())
-            print()
-        elapsed = (time.perf_counter() - started) * 1000.0
-        print(f"{len(CLAIMS)} claims in {elapsed:.0f} ms; stats {demo.stats}")
+        ids = anyio.run(decide_all, demo)
         assert demo.store is not None
         report = verify(demo.store)
         print(f"store {store}: audit log of {report.entries} entries, intact: {report.ok}")

@@ -5,9 +5,11 @@
 the reason, and the record's hash for the audit trail. The whole solvi HTTP
 API (``/solvi/v1/ask``, ``/solvi/v1/plan``, ``/solvi/metrics``, ...) is mounted
 next to it. The order and payment lookups are async parts whose latency is
-simulated with ``anyio.sleep``; the handler asks with ``speculate=True``, so both
-start at once and the payment lookup is cancelled when the order turns out to
-be outside the refund window.
+simulated with ``anyio.sleep``; the customer check stands for a client library
+that only offers blocking calls, so it is declared ``blocking=True`` and runs in
+a worker thread, never on the event loop. The handler asks with
+``speculate=True``, so the lookups start at once and the payment lookup is
+cancelled when the order turns out to be outside the refund window.
 
 Run it with ``python examples/starlette_app.py`` (uvicorn on 127.0.0.1:8000), then::
 
@@ -20,6 +22,7 @@ Other code imports ``app`` and ``system`` from here; importing starts nothing.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 import anyio
@@ -42,6 +45,7 @@ ORDERS: dict[str, dict[str, Any]] = {
     "A-3": {"amount": 25.0, "delivered": "2024-12-01", "customer": "c-9"},
 }
 PAYMENTS: dict[str, str] = {"A-1": "captured", "A-2": "captured", "A-3": "disputed"}
+BANNED_CUSTOMERS = frozenset({"c-13"})
 
 # -- the catalog -----------------------------------------------------------------------
 
@@ -66,6 +70,13 @@ async def payment(order_id: str) -> str:
 def within_window(order: dict[str, Any]) -> bool:
     """Refunds are possible up to 30 days after delivery."""
     return (TODAY - dt.date.fromisoformat(order["delivered"])).days <= 30
+
+
+@catalog.check(hard=True, blocking=True)
+def customer_in_good_standing(order: dict[str, Any]) -> bool:
+    """The customer may get refunds, from the CRM's blocking client (10 ms, in a thread)."""
+    time.sleep(0.01)
+    return order["customer"] not in BANNED_CUSTOMERS
 
 
 @catalog.rule
