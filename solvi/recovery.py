@@ -235,7 +235,7 @@ def begin(
         early_exit=run.early_exit,
     )
     run.journal = JournalWriter(journal, request_id, first, eager=eager)
-    run.plain = False
+    run.bare = run.plain = False
     journal.running_here(request_id)
 
 
@@ -328,7 +328,7 @@ def prepare_resume(
     )
     untouched = _prefill(run, rj)
     run.journal = JournalWriter(journal, request_id, eager=True)
-    run.plain = False
+    run.bare = run.plain = False
     run.resumed = True
     journal.running_here(request_id)
     return run, untouched

@@ -631,7 +631,6 @@ class System:
                 limiter,
                 self.cost_book,
                 speculate=speculate and run.early_exit,
-                loop=loop,
                 order=policy,
                 cost_of=self._node_cost,
                 by_declaration=self._by_declaration(policy),

@@ -3,36 +3,20 @@
 Steps start as soon as the steps they read are done. Plain sync parts run
 inline; async parts are awaited, directly when nothing else could overlap with
 them or when they have proved fast, otherwise on a few worker tasks of the
-request; `blocking=True` parts (and sync parts with a `timeout=`) run in worker
-threads.
+request, all in the request's one anyio task group; `blocking=True` parts (and
+sync parts with a `timeout=`) run in worker threads under a CapacityLimiter.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from time import perf_counter
 from typing import Any
 
 import anyio
 
-from solvi._run.scheduler import (
-    OK,
-    Cause,
-    Run,
-    journal_refused,
-    learned_batches,
-    rest_after_learned,
-)
-from solvi._run.steps import (
-    ARITY_NONE,
-    ARITY_ONE,
-    Node,
-    PartTimeout,
-    cause_of,
-    effective_timeout,
-    waiting_counts,
-)
+from solvi._run.scheduler import Cause, Drive, Run, drives, journal_refused, readiness, release
+from solvi._run.steps import Node, PartTimeout, cause_of, effective_timeout, fast_call
 from solvi.costs import CostBook
 
 __all__ = ["run_async", "run_node_async"]
@@ -67,18 +51,6 @@ def _inline_sync(part: Any) -> bool:
     return not part.is_async and not part.blocking and part.timeout is None
 
 
-def _fast(run: Run, node: Node) -> bool:
-    """Whether a node may take the fast path: one plain sync or untimed async
-    producer, nothing missing, no journal, resume or request timeout."""
-    return node.fast_path and run.plain and not run.causes
-
-
-def _journaled(run: Run) -> bool:
-    """Whether a journaled request's fast-path nodes may take the journaled fast
-    path: a fresh request (not a resume) without a request timeout."""
-    return run.journal is not None and run.timeout is None and not run.resumed
-
-
 async def _astarting(run: Run, node: Node, tried: int) -> Cause | None:
     """`Run.starting` for the event loop: the loop awaits the writer thread's commit."""
     part = node.parts[tried].name
@@ -89,67 +61,32 @@ async def _astarting(run: Run, node: Node, tried: int) -> Cause | None:
     return None
 
 
-async def _journaled_fast(run: Run, node: Node) -> None:
-    """A fast-path node of a journaled request: what `run_node_async` does for it
-    (started entry durable, call, settled entry recorded), in fewer steps."""
+async def _fast_step(run: Run, node: Node) -> None:
+    """A node with one plain producer: its start journaled (when there is a journal),
+    the call, its outcome; what `run_node_async` does for it, in fewer steps."""
     start = perf_counter()
-    refused = await _astarting(run, node, 0)
-    if refused is not None:
-        run.called(node, 0, start, perf_counter(), None, refused)
-        return
+    if run.journal is not None:
+        refused = await _astarting(run, node, 0)
+        if refused is not None:
+            run.called(node, 0, start, perf_counter(), None, refused)
+            return
     try:
-        value = _fast_call(run, node)
+        value = fast_call(node, run.vals)
         if node.simple_async:
             value = await value
     except Exception as exc:
-        _fast_failed(run, node, start, exc)
+        run.fast_failed(node, start, exc)
         return
-    try:
-        run.journal.settled(node.index, node.first_part, value, None)
-    except Exception:
-        # The general path writes it again, and records why that fails.
-        run.called(node, 0, start, perf_counter(), value, None)
-        return
-    _fast_done(run, node, start, value)
-
-
-def _fast_call(run: Run, node: Node) -> Any:
-    """Call a fast-path node's producer; an async one's coroutine is returned unawaited."""
-    vals = run.vals
-    arity = node.arity
-    if arity == ARITY_NONE:
-        return node.func()
-    if arity == ARITY_ONE:
-        return node.func(vals[node.inputs[0]])
-    return node.func(*node.getter(vals))
-
-
-def _fast_done(run: Run, node: Node, start: float, value: Any) -> None:
-    run.attempts.append((node.index, node.first_part, node.fact, start, perf_counter(), "ok", None))
-    run.vals[node.fact] = bool(value) if node.is_check else value
-    run.status[node.index] = OK
-
-
-def _fast_failed(run: Run, node: Node, start: float, exc: Exception) -> None:
-    failure = cause_of(exc, node.first_part, node.fact)
-    run.called(node, 0, start, perf_counter(), None, failure)
+    if run.journal is None:
+        run.fast_ok(node, start, value)
+    else:
+        run.called(node, 0, start, perf_counter(), value, None)  # records the settled entry
 
 
 async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
     """Compute one node: try its producers in order until one succeeds."""
-    if _fast(run, node):
-        start = perf_counter()
-        try:
-            value = _fast_call(run, node)
-            if node.simple_async:
-                value = await value
-        except Exception as exc:
-            _fast_failed(run, node, start, exc)
-            return
-        _fast_done(run, node, start, value)
-        return
-    if node.fast_path and not run.causes and _journaled(run):
-        await _journaled_fast(run, node)
+    if run.fast_async(node):
+        await _fast_step(run, node)
         return
     vals = run.vals
     for tried in run.producers_to_try(node):
@@ -186,32 +123,24 @@ def _is_slow(node: Node, costs: CostBook) -> bool:
 
 
 class _Driver:
-    """Runs a set of nodes of one request, each as soon as its inputs are ready.
+    """Runs the drives of one request, each node as soon as its inputs are ready.
 
     Work is done by a few worker tasks rather than a task per node: the
-    request's own coroutine is the first worker, and another starts only when
-    more slow nodes are ready than workers are parked. A worker that finishes
-    a node completes it itself (releasing its dependents) and takes the next
-    ready node, so a chain never leaves its task. A worker with nothing to do
-    parks, and is woken only for a node to run; it ends instead when the
-    nodes not yet started are no more than the workers still busy, since
-    those take them as they finish.
-
-    On asyncio the workers are plain tasks, each in a cancel scope of its own
-    (`_crew_asyncio`): starting and joining them costs about two thirds of what
-    an anyio task group's bookkeeping does, with the same guarantees. On other
-    backends they run in an anyio task group.
+    request's own coroutine is the first worker, and another starts (in the
+    request's task group) only when more slow nodes are ready than workers are
+    parked. A worker that finishes a node completes it itself (releasing its
+    dependents) and takes the next ready node, so a chain never leaves its task.
+    A worker with nothing to do parks, and is woken only for a node to run; it
+    ends instead when the nodes not yet started are no more than the workers
+    still busy, since those take them as they finish.
     """
 
-    def __init__(
-        self, run: Run, limiter: Any, costs: CostBook, *, speculative: bool, loop: object
-    ) -> None:
+    def __init__(self, run: Run, limiter: Any, costs: CostBook, tg: anyio.abc.TaskGroup) -> None:
         self.run = run
         self.limiter = limiter
         self.costs = costs
-        self.speculative = speculative
-        #: the asyncio loop, or None on another backend
-        self.loop = loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+        self.tg = tg
+        self.speculative = False
         #: speculation: the cancel scope of each phase-1 node being computed
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.ready: deque[int] = deque()
@@ -220,22 +149,16 @@ class _Driver:
         self.slow: dict[int, bool] = {}
         #: how many of the ready nodes are slow (they decide how many workers run)
         self.slow_ready = 0
-        #: nodes of the current drive not yet taken by a worker
+        #: nodes of the current drive not yet taken by a worker, and not yet done
         self.unstarted = 0
+        self.remaining = 0
         self.running = 0
-        #: one future (asyncio) or event per parked worker, set to wake it
-        self.parked: list[Any] = []
+        #: one event per parked worker, set to wake it
+        self.parked: list[anyio.Event] = []
         #: workers woken but not yet running again
         self.waking = 0
-        self.tg: Any = None
-        # The asyncio crew: its tasks, their scopes, and how the drive ends.
-        self.tasks: list[asyncio.Task[None]] = []
-        self.children = 0
-        self.child_scopes: set[anyio.CancelScope] = set()
-        self.host_scope: anyio.CancelScope | None = None
-        self.all_done: asyncio.Future[None] | None = None
-        self.failure: BaseException | None = None
-        self.stopping = False
+        #: set when the current drive's last node is done (while the host waits)
+        self.finished: anyio.Event | None = None
 
     def _cancel_unneeded(self) -> None:
         run = self.run
@@ -248,67 +171,43 @@ class _Driver:
     def _complete(self, index: int) -> None:
         run = self.run
         nodes = run.program.nodes
-        waiting = self.waiting
-        for d in nodes[index].dependents:
-            if d in waiting:
-                left = waiting[d] - 1
-                waiting[d] = left
-                if left == 0:
-                    self.ready.append(d)
-                    slow = self.slow[d] = _is_slow(nodes[d], self.costs)
-                    if slow:
-                        self.slow_ready += 1
+        for d in release(self.waiting, nodes[index].dependents):
+            self.ready.append(d)
+            slow = self.slow[d] = _is_slow(nodes[d], self.costs)
+            if slow:
+                self.slow_ready += 1
         if self.speculative and nodes[index].is_hard_check:
             run.settle()
             self._cancel_unneeded()
+        self.remaining -= 1
+        if self.remaining == 0 and self.finished is not None:
+            self.finished.set()
 
-    async def _execute(self, index: int) -> None:
+    async def _execute(self, node: Node) -> None:
         run = self.run
-        node = run.program.nodes[index]
         if self.speculative and node.phase == 1:
             if not node.qmask & run.open_mask:
                 return  # settled already: never started, dropped later
             with anyio.CancelScope() as scope:
-                self.scopes[index] = scope
+                self.scopes[node.index] = scope
                 await run_node_async(run, node, self.limiter)
-            self.scopes.pop(index, None)
+            self.scopes.pop(node.index, None)
             return
         await run_node_async(run, node, self.limiter)
 
     # -- workers -------------------------------------------------------------
 
     async def _worker(self) -> None:
-        ready = self.ready
-        slow = self.slow
-        run = self.run
-        nodes = run.program.nodes
-        plain = run.plain and not self.speculative
-        journaled = _journaled(run) and not self.speculative
-        while not self.stopping:
+        nodes = self.run.program.nodes
+        while True:
+            ready = self.ready  # read each turn: a woken worker may serve the next drive
             if ready:
                 index = ready.popleft()
                 self.unstarted -= 1
-                if slow[index]:  # known: worked out when it became ready
+                if self.slow[index]:  # known: worked out when it became ready
                     self.slow_ready -= 1
                 self.running += 1
-                node = nodes[index]
-                if self.speculative:
-                    await self._execute(index)
-                elif plain and node.fast_path and not run.causes:
-                    # Inline, so that a step costs no coroutine of solvi's own.
-                    start = perf_counter()
-                    try:
-                        value = _fast_call(run, node)
-                        if node.simple_async:
-                            value = await value
-                    except Exception as exc:
-                        _fast_failed(run, node, start, exc)
-                    else:
-                        _fast_done(run, node, start, value)
-                elif journaled and node.fast_path and not run.causes:
-                    await _journaled_fast(run, node)
-                else:
-                    await run_node_async(run, node, self.limiter)
+                await self._execute(nodes[index])
                 self.running -= 1
                 self._complete(index)
                 if self.slow_ready > 1 + self.waking:
@@ -326,159 +225,46 @@ class _Driver:
         woken = min(wanted, len(self.parked))
         self._wake(woken)
         for _ in range(wanted - woken):
-            self._spawn()
+            self.tg.start_soon(self._worker, name="solvi-step")
 
     def _wake(self, count: int) -> None:
         parked = self.parked
         for _ in range(count):
-            waker = parked.pop()
-            if self.loop is None:
-                waker.set()
-            elif not waker.done():
-                waker.set_result(None)
-            else:
-                continue  # its worker was cancelled
+            parked.pop().set()
             self.waking += 1
 
     async def _park(self) -> None:
-        if self.loop is not None:
-            future = self.loop.create_future()
-            self.parked.append(future)
-            try:
-                await future
-            finally:
-                if future.done() and not future.cancelled():
-                    self._woken()
-            return
         event = anyio.Event()
         self.parked.append(event)
         try:
             await event.wait()
         finally:
             if event.is_set():
-                self._woken()
+                self.waking -= 1
+            else:  # cancelled while parked
+                self.parked.remove(event)
 
-    def _woken(self) -> None:
-        self.waking -= 1
-
-    def _spawn(self) -> None:
-        if self.loop is None:
-            self.tg.start_soon(self._spawned, name="solvi-step")
+    async def drive(self, drive: Drive) -> None:
+        """Run one drive to the end: every node of it done when this returns."""
+        self.waiting, ready, count = readiness(self.run, drive)
+        if not count:
             return
-        self.children += 1
-        self.tasks.append(self.loop.create_task(self._child(), name="solvi-step"))
-
-    async def _spawned(self) -> None:
-        """One extra worker in the task group (backends other than asyncio)."""
-        await self._worker()
-
-    async def _child(self) -> None:
-        """One extra worker on asyncio; whatever it raises stops the drive and is re-raised."""
-        scope = anyio.CancelScope()
-        try:
-            with scope:
-                if self.stopping:
-                    return
-                self.child_scopes.add(scope)
-                await self._worker()
-        except BaseException as exc:  # handed to the host, which raises it
-            if self.failure is None:
-                self.failure = exc
-            self._stop()
-        finally:
-            self.child_scopes.discard(scope)
-            self.children -= 1
-            if self.children == 0 and self.all_done is not None and not self.all_done.done():
-                self.all_done.set_result(None)
-
-    def _stop(self) -> None:
-        """Cancel every worker of the drive (children and the host's own) and wake the parked."""
-        self.stopping = True
-        for scope in list(self.child_scopes):
-            scope.cancel()
-        if self.host_scope is not None:
-            self.host_scope.cancel()
-        self._wake(len(self.parked))
-
-    async def _crew_asyncio(self, extra: int) -> None:
-        """Run the drive's workers as plain asyncio tasks, with a task group's guarantees.
-
-        When this returns or raises, no worker runs. Cancelling the host
-        cancels every worker and waits for them before the cancellation goes
-        on. An exception escaping a worker (a part's failure never does: it is
-        recorded) cancels the others and is raised here. Workers are cancelled
-        through cancel scopes, so shielded work, such as waiting for a part's
-        thread to finish, is respected.
-        """
-        loop = self.loop
-        assert loop is not None
-        self.stopping = False
-        self.failure = None
-        self.all_done = None
-        self.tasks = []
-        for _ in range(extra):
-            self._spawn()
-        try:
-            with anyio.CancelScope() as self.host_scope:
-                await self._worker()
-            self.host_scope = None
-            if self.children:
-                self.all_done = loop.create_future()
-                await self.all_done
-        except BaseException:
-            self.host_scope = None
-            self._stop()
-            with anyio.CancelScope(shield=True):
-                while self.children:
-                    self.all_done = loop.create_future()
-                    try:
-                        await self.all_done
-                    except asyncio.CancelledError:  # a native cancel: still wait
-                        continue
-            raise
-        finally:
-            self.tasks = []
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
-
-    async def drive(self, indices: tuple[int, ...], filter_wanted: bool, phase: int | None) -> None:
-        """Run `indices` (a whole `phase` of the program when given) to the end."""
-        run = self.run
-        program = run.program
-        if phase is not None and not run.resumed and not filter_wanted:
-            # A fresh request running a whole phase: everything was worked out at compile time.
-            if not indices:
-                return
-            self.waiting = program.phase_waiting[phase].copy()
-            ready: tuple[int, ...] | list[int] = program.phase_ready[phase]
-            self.unstarted = len(indices)
-        else:
-            todo = run.still_to_run(indices, filter_wanted)
-            if not todo:
-                return
-            if phase is not None and len(todo) == len(indices):
-                self.waiting = program.phase_waiting[phase].copy()
-            else:
-                self.waiting = waiting_counts(program.nodes, todo)
-            ready = [i for i in todo if self.waiting[i] == 0]
-            self.unstarted = len(todo)
-        nodes = program.nodes
+        nodes = self.run.program.nodes
+        self.speculative = drive.speculative
         self.slow = slow = {i: _is_slow(nodes[i], self.costs) for i in ready}
         self.ready = deque(ready)
         self.slow_ready = sum(slow.values())
+        self.unstarted = self.remaining = count
         self.running = 0
-        self.parked = []
-        self.waking = 0
-        if self.loop is not None:
-            await self._crew_asyncio(self.slow_ready - 1)
-            return
-        async with anyio.create_task_group() as tg:
-            self.tg = tg
-            for _ in range(self.slow_ready - 1):
-                self._spawn()
-            await self._worker()
-        self.tg = None
+        self.finished = None
+        for _ in range(self.slow_ready - 1):
+            self.tg.start_soon(self._worker, name="solvi-step")
+        await self._worker()
+        if self.remaining:
+            # Other workers hold the drive's last nodes: wait for them to finish.
+            self.finished = anyio.Event()
+            await self.finished.wait()
+            self.finished = None
 
 
 async def run_async(
@@ -487,32 +273,24 @@ async def run_async(
     costs: CostBook,
     *,
     speculate: bool,
-    loop: object = None,
     order: Any = None,
     cost_of: Any = None,
     by_declaration: bool = False,
 ) -> None:
-    """Run a request's flow on the running event loop (`loop`, as `current_loop` gives it)."""
-    program = run.program
-    phase0, phase1 = program.phases
-    if order is not None and run.early_exit:
-        driver = _Driver(run, limiter, costs, speculative=False, loop=loop)
-        for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
-            await driver.drive(batch, False, None)
-        await driver.drive(rest_after_learned(run), True, None)
-        return
-    if speculate:
-        driver = _Driver(run, limiter, costs, speculative=True, loop=loop)
-        await driver.drive(phase0 + phase1, False, None)
-        run.settle()
-        if run.early_exit:
-            run.drop_unneeded()
-        return
-    driver = _Driver(run, limiter, costs, speculative=False, loop=loop)
-    await driver.drive(phase0, False, 0)
-    if run.early_exit:
-        run.settle()
-        await driver.drive(phase1, run.open_mask != program.all_questions_mask, 1)
-    else:
-        await driver.drive(phase1, False, 1)
-        run.settle()
+    """Run a request's flow on the running event loop, in one anyio task group.
+
+    Parts' exceptions are recorded, never raised; what else escapes a worker (a
+    BaseException, a bug) cancels the others and is raised here as it was, not
+    wrapped in an exception group of one.
+    """
+    try:
+        async with anyio.create_task_group() as tg:
+            driver = _Driver(run, limiter, costs, tg)
+            for drive in drives(
+                run, order, cost_of, by_declaration=by_declaration, speculate=speculate
+            ):
+                await driver.drive(drive)
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

@@ -9,19 +9,24 @@ which is why records cannot drift between the drivers.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from time import perf_counter
 from typing import Any, Final
 
 import attrs
 
-from solvi._run.steps import Cause, Node, Program
+from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
 
 __all__ = [
     "Cause",
+    "Drive",
     "OrderLine",
     "Run",
+    "drives",
     "journal_refused",
     "learned_batches",
+    "readiness",
+    "release",
     "rest_after_learned",
 ]
 
@@ -72,6 +77,7 @@ class Run:
 
     __slots__ = (
         "attempts",
+        "bare",
         "causes",
         "early_exit",
         "evaluated",
@@ -138,11 +144,35 @@ class Run:
         self.notes: list[str] = []
         #: a resumed request: some steps settled before, the rest run now
         self.resumed = False
-        #: no journal, no resume, no request timeout: nodes may take the fast path
+        #: no journal and no resume: plain sync nodes may take the fast path
+        self.bare = True
+        #: bare, and no request timeout: untimed async nodes may take it too
         self.plain = timeout is None
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}
+
+    # -- the fast path: one producer, called directly ------------------------
+
+    def fast_sync(self, node: Node) -> bool:
+        """Whether a sync driver may call the node inline, without the general path."""
+        return node.simple and self.bare and not self.causes
+
+    def fast_async(self, node: Node) -> bool:
+        """Whether the async driver may call (and await) the node without the general path."""
+        return node.fast_path and self.plain and not self.causes
+
+    def fast_ok(self, node: Node, start: float, value: Any) -> None:
+        """Record a fast-path call that returned."""
+        self.attempts.append(
+            (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
+        )
+        self.vals[node.fact] = bool(value) if node.is_check else value
+        self.status[node.index] = OK
+
+    def fast_failed(self, node: Node, start: float, exc: Exception) -> None:
+        """Record a fast-path call that raised (or timed out)."""
+        self.called(node, 0, start, perf_counter(), None, cause_of(exc, node.first_part, node.fact))
 
     # -- before a node runs ------------------------------------------------
 
@@ -313,6 +343,86 @@ class Run:
         for node in self.program.nodes:
             if node.phase == 1 and not node.qmask & self.open_mask:
                 self.discard(node)
+
+
+@attrs.frozen
+class Drive:
+    """A batch of nodes a driver runs to the end before it asks for the next one."""
+
+    indices: tuple[int, ...]
+    #: skip, here and now, the nodes no open question needs
+    filter_wanted: bool = False
+    #: the whole phase `phase` of the program (its ready lists were worked out at compile time)
+    phase: int | None = None
+    #: start everything as soon as its inputs are ready; cancel what becomes unnecessary
+    speculative: bool = False
+
+
+def drives(
+    run: Run,
+    order: Any = None,
+    cost_of: Any = None,
+    *,
+    by_declaration: bool = False,
+    speculate: bool = False,
+) -> Iterator[Drive]:
+    """The drives of one request, in order: the one place phases, early exit, the
+    learned order and speculation are decided, for every driver.
+
+    Each drive must be run to the end before the next is asked for: what comes next
+    depends on what the hard checks returned.
+    """
+    program = run.program
+    phase0, phase1 = program.phases
+    if order is not None and run.early_exit:
+        for batch in learned_batches(run, order, cost_of, by_declaration=by_declaration):
+            yield Drive(batch)
+        yield Drive(rest_after_learned(run), filter_wanted=True)
+        return
+    if speculate and run.early_exit:
+        yield Drive(phase0 + phase1, speculative=True)
+        run.settle()
+        run.drop_unneeded()
+        return
+    yield Drive(phase0, phase=0)
+    if run.early_exit:
+        run.settle()
+        yield Drive(phase1, filter_wanted=run.open_mask != program.all_questions_mask, phase=1)
+    else:
+        yield Drive(phase1, phase=1)
+        run.settle()
+
+
+def readiness(run: Run, drive: Drive) -> tuple[dict[int, int], Sequence[int], int]:
+    """What a drive waits for: per node, how many of the drive's nodes it still waits
+    for; the nodes ready now; how many nodes the drive runs (0: nothing to do)."""
+    program = run.program
+    if drive.phase is not None and not run.resumed and not drive.filter_wanted:
+        # A fresh request running a whole phase: worked out at compile time.
+        if not drive.indices:
+            return {}, (), 0
+        waiting = program.phase_waiting[drive.phase].copy()
+        return waiting, program.phase_ready[drive.phase], len(drive.indices)
+    todo = run.still_to_run(drive.indices, drive.filter_wanted)
+    if not todo:
+        return {}, (), 0
+    if drive.phase is not None and len(todo) == len(drive.indices):
+        waiting = program.phase_waiting[drive.phase].copy()
+    else:
+        waiting = waiting_counts(program.nodes, todo)
+    return waiting, [i for i in todo if waiting[i] == 0], len(todo)
+
+
+def release(waiting: dict[int, int], dependents: tuple[int, ...]) -> list[int]:
+    """Count a finished node off its dependents in the drive; those now ready."""
+    ready = []
+    for d in dependents:
+        if d in waiting:
+            left = waiting[d] - 1
+            waiting[d] = left
+            if left == 0:
+                ready.append(d)
+    return ready
 
 
 def journal_refused(part: str, fact: str, exc: Exception) -> Cause:

@@ -32,6 +32,7 @@ __all__ = [
     "compile_flow",
     "current_loop",
     "effective_timeout",
+    "fast_call",
     "in_event_loop",
     "waiting_counts",
 ]
@@ -226,6 +227,17 @@ def compile_flow(flow: Flow) -> Program:
             {p.name: rank for rank, p in enumerate(p for n in nodes for p in n.parts)}
         ),
     )
+
+
+def fast_call(node: Node, vals: Mapping[str, Any]) -> Any:
+    """Call a fast-path node's one producer on `vals` (an async one's coroutine is
+    returned, to be awaited)."""
+    arity = node.arity
+    if arity == ARITY_NONE:
+        return node.func()
+    if arity == ARITY_ONE:
+        return node.func(vals[node.inputs[0]])
+    return node.func(*node.getter(vals))
 
 
 def waiting_counts(nodes: tuple[Node, ...], members: list[int]) -> dict[int, int]:
