@@ -17,16 +17,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
 from solvi._targets import TARGET_HELP, TargetError, load_target
 from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, _closest
 from solvi.flow import Flow
-from solvi.question import Question
 from solvi.response import render
 from solvi.serve import add_serve_command
 from solvi.storecli import add_store_commands
+from solvi.strategy import fact_cycles, reachable_facts
 from solvi.system import System
 
 __all__ = ["main"]
@@ -59,68 +57,21 @@ def _producers(parts: Iterable[Part]) -> dict[str, list[Part]]:
     return producers
 
 
-def _reached(
-    question: Question, parts: Sequence[Part], producers: Mapping[str, list[Part]]
-) -> set[str]:
-    """The facts a question can ever need, walking back from its targets like the planner."""
-    by_name = {p.name: p for p in parts}
-    rule = by_name.get(question.rule if question.rule is not None else question.name)
-    if rule is not None and rule.kind != "rule":
-        rule = None
-    if question.uses is not None and question.rule is None:
-        rule = None
-    if rule is not None:
-        start: list[str] = [rule.provides, *rule.inputs]
-    elif question.uses is not None:
-        start = list(question.uses)
-    else:
-        # A question with neither rule nor uses reports everything computable.
-        start = list(producers)
-    start.extend(by_name[name].provides for name in question.requires if name in by_name)
-    facts: set[str] = set()
-
-    def walk(todo: list[str]) -> None:
-        while todo:
-            fact = todo.pop()
-            if fact in facts or fact not in producers:
-                continue
-            facts.add(fact)
-            for p in producers[fact]:
-                todo.extend(p.inputs)
-
-    walk(start)
-    checks = [p for p in parts if p.kind == "check"]
-    grew = True
-    while grew:
-        grew = False
-        for c in checks:
-            if c.provides in facts:
-                continue
-            available = all(i in facts or i not in producers for i in c.inputs)
-            if available and any(i in producers for i in c.inputs):
-                walk([c.provides])
-                grew = True
-    return facts
-
-
-def _cycles(producers: Mapping[str, list[Part]]) -> list[list[str]]:
-    graph: nx.DiGraph[str] = nx.DiGraph()
-    for fact, ps in producers.items():
-        for p in ps:
-            for i in p.inputs:
-                graph.add_edge(i, fact)
-    paths: list[list[str]] = []
-    for cycle in nx.simple_cycles(graph):
-        first = cycle.index(min(cycle))
-        rotated = cycle[first:] + cycle[:first]
-        paths.append([*rotated, rotated[0]])
-    return sorted(paths)
+def _distinct_cycles(producers: Mapping[str, list[Part]]) -> list[list[str]]:
+    """The planner's cycle for each fact on one, each cycle once, from its least fact."""
+    distinct: set[tuple[str, ...]] = set()
+    for path in fact_cycles(producers).values():
+        ring = path[:-1]
+        first = ring.index(min(ring))
+        rotated = ring[first:] + ring[:first]
+        distinct.add((*rotated, rotated[0]))
+    return [list(path) for path in sorted(distinct)]
 
 
 def _check_report(target: str, system: System) -> dict[str, Any]:
     parts = [p for p in system.catalog.parts if p.kind != "extract"]
     producers = _producers(parts)
-    reached = {q.name: _reached(q, parts, producers) for q in system.questions}
+    reached = {q.name: reachable_facts(q, parts) for q in system.questions}
     keys: dict[str, list[str]] = {}
     for q in system.questions:
         for fact in sorted(reached[q.name]):
@@ -135,7 +86,7 @@ def _check_report(target: str, system: System) -> dict[str, Any]:
     cycles = []
     errors: list[str] = []
     warnings: list[str] = []
-    for path in _cycles(producers):
+    for path in _distinct_cycles(producers):
         on_cycle = set(path)
         affected = {}
         for q in system.questions:

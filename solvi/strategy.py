@@ -2,13 +2,16 @@
 
 A strategist decides which producers of each fact belong in a flow; the walk
 from the questions' targets back to the keys, the checks of what was computed,
-the cycle reports and the ordering are shared by all of them.
+the cycle reports and the ordering are shared by all of them. The walk and the
+cycle search are also functions of their own (`reachable_facts`,
+`fact_cycles`), so that ``solvi check`` reports what the planner would do.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -17,7 +20,16 @@ from solvi.catalog import Part
 from solvi.flow import Flow, FlowNode, QuestionPlan
 from solvi.question import Question
 
-__all__ = ["CostStrategist", "DeterministicStrategist", "Price", "Prices", "Strategist", "price_of"]
+__all__ = [
+    "CostStrategist",
+    "DeterministicStrategist",
+    "Price",
+    "Prices",
+    "Strategist",
+    "fact_cycles",
+    "price_of",
+    "reachable_facts",
+]
 
 
 @attrs.frozen
@@ -39,6 +51,142 @@ def price_of(part: Part, prices: Prices | None) -> Price:
     if prices is not None and part.name in prices:
         return prices[part.name]
     return Price(part.cost if part.cost is not None else 0.0, "declared")
+
+
+# -- the walk and the cycle search, shared by the planner and `solvi check` -------------
+
+
+def _rule_of(question: Question, by_name: Mapping[str, Part]) -> Part | None:
+    """The rule part that answers `question`, or None when it reports facts instead."""
+    if question.uses is not None and question.rule is None:
+        return None
+    rule = by_name.get(question.rule if question.rule is not None else question.name)
+    return rule if rule is not None and rule.kind == "rule" else None
+
+
+def _walk_back(
+    start: Iterable[str],
+    producers: Mapping[str, Sequence[Part]],
+    keys: Set[str],
+    checks: Sequence[Part],
+) -> set[str]:
+    """The facts a flow computes for `start`: back through `producers` to the keys, plus
+    each check (among `producers`) whose inputs that reaches and that reads a computed fact."""
+    facts: set[str] = set()
+
+    def closure(todo: Iterable[str]) -> None:
+        stack = [f for f in todo if f not in keys]
+        while stack:
+            f = stack.pop()
+            if f in facts:
+                continue
+            facts.add(f)
+            for p in producers.get(f, ()):
+                stack.extend(i for i in p.inputs if i not in keys and i not in facts)
+
+    closure(start)
+    grew = True
+    while grew:
+        grew = False
+        for c in checks:
+            f = c.provides
+            if f in facts or f in keys or c not in producers.get(f, ()):
+                continue
+            if all(i in keys or i in facts for i in c.inputs) and any(
+                i not in keys for i in c.inputs
+            ):
+                closure((f,))
+                grew = True
+    return facts
+
+
+def reachable_facts(
+    question: Question, parts: Sequence[Part], keys: Set[str] | None = None
+) -> frozenset[str]:
+    """The facts `question` can ever need: the planner's walk with every producer planned.
+
+    It starts where the planner starts (the rule and its arguments, else `uses`,
+    else every fact of an fn or check part), adds the parts the question
+    `requires`, walks back through every producer to the keys, and adds each
+    check whose inputs are reached and that reads at least one computed fact.
+
+    Args:
+        question: the question to walk back from.
+        parts: the catalog's parts (extract parts are left out, as in a flow).
+        keys: the request's keys; by default the facts no part provides, which
+            gives the widest walk any request can make.
+
+    Returns:
+        The facts computed for the question, request keys excluded.
+    """
+    flow_parts = [p for p in parts if p.kind != "extract"]
+    producers: dict[str, list[Part]] = {}
+    for p in flow_parts:
+        producers.setdefault(p.provides, []).append(p)
+    if keys is None:
+        keys = {i for p in flow_parts for i in p.inputs if i not in producers}
+    by_name = {p.name: p for p in flow_parts}
+    rule = _rule_of(question, by_name)
+    if rule is not None:
+        start: list[str] = [rule.provides, *rule.inputs]
+    elif question.uses is not None:
+        start = list(question.uses)
+    else:
+        start = list(dict.fromkeys(p.provides for p in flow_parts if p.kind in ("fn", "check")))
+    start.extend(by_name[name].provides for name in question.requires if name in by_name)
+    checks = [p for p in flow_parts if p.kind == "check"]
+    return frozenset(_walk_back(start, producers, keys, checks))
+
+
+def fact_cycles(
+    producers: Mapping[str, Sequence[Part]], among: Set[str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """For each fact that depends on itself, the shortest such dependency, as a closed path.
+
+    A path ``a -> b -> a`` means a producer of `b` reads `a` and a producer of
+    `a` reads `b`. Ties go to the alphabetically first step, so reports are
+    stable; every fact on a cycle is a key of the result.
+
+    Args:
+        producers: fact -> the parts that provide it.
+        among: look only at dependencies among these facts (default: all of
+            `producers`); the planner passes the facts it cannot compute.
+
+    Returns:
+        fact -> the closed path from that fact back to itself, for the facts
+        on a cycle, in the order of `producers`.
+    """
+    facts = [f for f in producers if among is None or f in among]
+    inside = set(facts)
+    readers: dict[str, set[str]] = {f: set() for f in facts}
+    for f in facts:
+        for p in producers[f]:
+            for i in p.inputs:
+                if i in inside:
+                    readers[i].add(f)
+    succ = {f: sorted(rs) for f, rs in readers.items()}
+    cycles: dict[str, tuple[str, ...]] = {}
+    for f in facts:
+        # Breadth first from f, back to f: the first arrival is a shortest cycle.
+        came_from: dict[str, str] = {}
+        queue = deque([f])
+        while queue and f not in came_from:
+            g = queue.popleft()
+            for h in succ[g]:
+                if h not in came_from:
+                    came_from[h] = g
+                    queue.append(h)
+                    if h == f:
+                        break
+        if f in came_from:
+            path = [f]
+            g = came_from[f]
+            while g != f:
+                path.append(g)
+                g = came_from[g]
+            path.append(f)
+            cycles[f] = tuple(reversed(path))
+    return cycles
 
 
 @runtime_checkable
@@ -195,24 +343,10 @@ class _Planner:
         blocked = {f for f in producers if f not in computable}
         if not blocked:
             return {}
-        import networkx as nx  # only to report cycles, at planning time, when something is blocked
-
-        graph: nx.DiGraph[str] = nx.DiGraph()
-        graph.add_nodes_from(blocked)
-        for f in blocked:
-            for p in producers[f]:
-                for i in p.inputs:
-                    if i in blocked:
-                        graph.add_edge(i, f)
-        why: dict[str, _Why] = {}
-        for component in nx.strongly_connected_components(graph):
-            if len(component) < 2:
-                continue
-            sub = graph.subgraph(component)
-            for f in sorted(component):
-                cycle = nx.find_cycle(sub, source=f)
-                path = [edge[0] for edge in cycle] + [cycle[-1][1]]
-                why[f] = _Why("cycle", "on a cycle: " + " -> ".join(path))
+        why: dict[str, _Why] = {
+            f: _Why("cycle", "on a cycle: " + " -> ".join(path))
+            for f, path in fact_cycles(producers, among=blocked).items()
+        }
         for f in sorted(blocked):
             if f in why:
                 continue
@@ -271,23 +405,8 @@ class _Planner:
                 return why[fact]
             return _Why(why[fact].guard, f"cannot compute {fact}: {why[fact].text}")
 
-        def closure(start: Iterable[str], into: set[str]) -> None:
-            stack = [f for f in start if f not in keys]
-            while stack:
-                f = stack.pop()
-                if f in into:
-                    continue
-                into.add(f)
-                for p in selected.get(f, ()):
-                    stack.extend(i for i in p.inputs if i not in keys and i not in into)
-
         for index, q in enumerate(questions):
-            rule_name = q.rule if q.rule is not None else q.name
-            rule = by_name.get(rule_name)
-            if rule is not None and rule.kind != "rule":
-                rule = None
-            if q.uses is not None and q.rule is None:
-                rule = None
+            rule = _rule_of(q, by_name)
             narrowed = True
             if rule is not None:
                 targets: tuple[str, ...] = rule.inputs
@@ -322,23 +441,10 @@ class _Planner:
                     required_facts.append(part.provides)
             facts: set[str] = set()
             if blocked is None:
-                closure((*answer_facts, *targets, *required_facts), facts)
+                start = (*answer_facts, *targets, *required_facts)
                 if keep is not None:
-                    closure(keep[index], facts)
-                grew = True
-                while grew:
-                    grew = False
-                    for c in checks:
-                        f = c.provides
-                        if f in facts or f in keys or f not in selected:
-                            continue
-                        if c not in selected[f]:
-                            continue
-                        if all(i in keys or i in facts for i in c.inputs) and any(
-                            i not in keys for i in c.inputs
-                        ):
-                            closure((f,), facts)
-                            grew = True
+                    start = (*start, *keep[index])
+                facts = _walk_back(start, selected, keys, checks)
             governing = tuple(
                 p.name
                 for p in sorted(

@@ -174,6 +174,55 @@ def test_check_json_lists_unreachable_parts_and_request_keys(
     }
 
 
+def test_check_reports_each_cycle_through_a_shared_fact(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two cycles through one fact are two errors, as the planner's cycle search finds them."""
+    (tmp_path / "loops.py").write_text(
+        "from solvi import Catalog\n"
+        "catalog = Catalog('loops')\n"
+        "@catalog.fn\n"
+        "def a(b, c):\n"
+        "    return b + c\n"
+        "@catalog.fn\n"
+        "def b(a):\n"
+        "    return a\n"
+        "@catalog.fn\n"
+        "def c(a, x):\n"
+        "    return a + x\n"
+        "@catalog.rule\n"
+        "def answer(a):\n"
+        "    return a > 0\n"
+    )
+    status, out, _ = _run(capsys, "check", "--json", f"{tmp_path / 'loops.py'}:catalog")
+    report = json.loads(out)
+    assert status == 1
+    assert [c["path"] for c in report["cycles"]] == [["a", "b", "a"], ["a", "c", "a"]]
+    assert report["request_keys"] == {"x": ["answer"]}
+
+
+def test_check_walks_a_ruleless_question_like_the_planner(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A question without rule or uses= reports fn and check facts, so a rule is unreached."""
+    (tmp_path / "report.py").write_text(
+        "from solvi import Catalog, System\n"
+        "catalog = Catalog('report')\n"
+        "@catalog.fn\n"
+        "def total(price, quantity):\n"
+        "    return price * quantity\n"
+        "@catalog.rule\n"
+        "def accept(total):\n"
+        "    return total < 500\n"
+        "system = System(catalog, ['summary'])\n"
+    )
+    status, out, _ = _run(capsys, "check", "--json", f"{tmp_path / 'report.py'}:system")
+    report = json.loads(out)
+    assert status == 0
+    assert report["unreachable"] == ["accept"]
+    assert report["request_keys"] == {"price": ["summary"], "quantity": ["summary"]}
+
+
 def test_check_reports_a_misspelled_question_name(capsys: pytest.CaptureFixture[str]) -> None:
     """A bare question name that looks like a rule's is a build error naming the rule."""
     status, out, err = _run(capsys, "check", "tests/solvi/flows/ruleless.py:system")

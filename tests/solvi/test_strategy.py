@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies import CatalogSpec, Log, build, catalogs, states
 
 from solvi import Catalog, Question, SolviError, System
+from solvi.catalog import Part
 from solvi.costs import MeasuredCosts
-from solvi.strategy import CostStrategist
+from solvi.strategy import CostStrategist, fact_cycles, reachable_facts
 
 
 def _score_catalog() -> Catalog:
@@ -233,3 +236,105 @@ def test_cost_book_records_every_part_of_every_request(claims: System) -> None:
     assert book["fraud_model"].samples == 2
     assert "fraud_rules" not in book
     assert book["policy"].mean_ms >= 0.0
+
+
+# -- the walk and the cycle search ----------------------------------------------------
+
+
+def _producers(cat: Catalog) -> dict[str, list[Part]]:
+    producers: dict[str, list[Part]] = {}
+    for p in cat.parts:
+        producers.setdefault(p.provides, []).append(p)
+    return producers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=catalogs(), state=states())
+def test_reachable_facts_are_the_planners_facts(spec: CatalogSpec, state: dict[str, int]) -> None:
+    """With the request's keys, the walk gives exactly the facts the planner puts in the flow."""
+    cat, questions = build(spec, Log())
+    flow = System(cat, questions).plan(state)
+    for q in questions:
+        plan = flow.question(q.name)
+        if plan.blocked is None:
+            assert reachable_facts(q, cat.parts, keys=set(state)) == plan.facts
+
+
+def test_reachable_facts_by_default_walk_back_to_every_request_key() -> None:
+    """Without keys the walk goes through every producer, and adds checks of what it computed."""
+    cat = _score_catalog()
+    facts = reachable_facts(Question("approve"), cat.parts)
+    assert facts == {"approve", "score", "bureau_reachable"}
+    assert reachable_facts(Question("everything", uses=("score",)), cat.parts) == {
+        "score",
+        "bureau_reachable",
+    }
+
+
+def test_reachable_facts_of_a_ruleless_question_are_its_fn_and_check_facts() -> None:
+    """A question with no rule and no uses reports fn and check facts; rules are not walked."""
+    cat = _score_catalog()
+    assert reachable_facts(Question("report"), cat.parts) == {"score", "bureau_reachable"}
+
+
+def test_fact_cycles_give_each_fact_its_shortest_cycle() -> None:
+    """Two cycles through one fact: each fact gets the shortest path back to itself."""
+    cat = Catalog("loops")
+
+    @cat.fn
+    def a(b: int, c: int) -> int:
+        return b + c
+
+    @cat.fn
+    def b(a: int) -> int:
+        return a
+
+    @cat.fn
+    def c(d: int) -> int:
+        return d
+
+    @cat.fn
+    def d(a: int, x: int) -> int:
+        return a + x
+
+    @cat.fn
+    def e(a: int) -> int:
+        return a
+
+    cycles = fact_cycles(_producers(cat))
+    assert cycles == {
+        "a": ("a", "b", "a"),
+        "b": ("b", "a", "b"),
+        "c": ("c", "a", "d", "c"),
+        "d": ("d", "c", "a", "d"),
+    }
+    assert fact_cycles(_producers(cat), among={"a", "c", "d", "e"}) == {
+        "a": ("a", "d", "c", "a"),
+        "c": ("c", "a", "d", "c"),
+        "d": ("d", "c", "a", "d"),
+    }
+
+
+def test_planner_reports_the_shortest_cycle_through_a_blocked_fact() -> None:
+    """The planner's skip reasons are the cycle search's paths."""
+    cat = Catalog("loops")
+
+    @cat.fn
+    def a(b: int, c: int) -> int:
+        return b + c
+
+    @cat.fn
+    def b(a: int) -> int:
+        return a
+
+    @cat.fn
+    def c(a: int) -> int:
+        return a
+
+    @cat.rule
+    def answer(a: int) -> bool:
+        return a > 0
+
+    skipped = System(cat).plan([]).skipped
+    assert skipped["a"] == "on a cycle: a -> b -> a"
+    assert skipped["c"] == "on a cycle: c -> a -> c"
