@@ -9,6 +9,7 @@ from solvi.compose import Cascade, Composite, Route, Vote
 from solvi.costs import CostBook, MeasuredCosts, PartCost
 from solvi.errors import CatalogError, PlanError, RecordError, RouteError, SolviError
 from solvi.flow import Flow
+from solvi.hooks import Hook, RequestEvent, StepEvent, StructlogHook
 from solvi.journal import PostgresJournal, SQLiteJournal
 from solvi.order import FastHead, OrderModel
 from solvi.question import UNSET, Question
@@ -34,6 +35,7 @@ __all__ = [
     "Failed",
     "FastHead",
     "Flow",
+    "Hook",
     "MeasuredCosts",
     "OrderModel",
     "Part",
@@ -45,6 +47,7 @@ __all__ = [
     "RecordError",
     "Recovery",
     "ReplayResult",
+    "RequestEvent",
     "Response",
     "ResumeRefused",
     "Route",
@@ -54,8 +57,10 @@ __all__ = [
     "Safeguard",
     "SolviError",
     "Step",
+    "StepEvent",
     "Store",
     "Strategist",
+    "StructlogHook",
     "System",
     "Trace",
     "Vote",

@@ -407,11 +407,7 @@ def answer_of(answers: Mapping[str, Answer], question: str, what: str) -> Answer
 
 
 def _cause_text(cause: Cause) -> str:
-    if cause.kind == "timeout":
-        return f"{cause.fact}: {cause.part} {cause.message}"
-    if cause.kind == "interrupted":
-        return f"{cause.fact}: {cause.part} was {cause.message}"
-    return f"{cause.fact}: {cause.part} raised {cause.message}"
+    return f"{cause.fact}: {cause.describe()}"
 
 
 def _short(value: Any, width: int = 40) -> str:

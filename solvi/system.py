@@ -27,6 +27,7 @@ from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import DuplicateRequestError, PlanError, SolviError, _closest
 from solvi.flow import Flow
+from solvi.hooks import HookTable, RequestEvent, StructlogHook
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Question
@@ -75,7 +76,10 @@ class System:
         timeout: seconds, for parts without a `timeout=` of their own.
         early_exit: skip what a failed hard check made unnecessary.
         strategist: the planner (default `DeterministicStrategist()`).
-        logger: a structlog logger for request and step events (default: none).
+        logger: a structlog logger for request, step and safeguard events (default:
+            none); short for ``hooks=[solvi.hooks.StructlogHook(logger)]``.
+        hooks: objects told when requests and steps start and finish (see
+            `solvi.Hook`); looked up once, here.
         threads: at most this many worker threads for `blocking=True` parts under `aask`.
         producers: shortcut for `strategist=CostStrategist(producers=...)`.
         cost_policy: ``"declared"`` plans with `cost=`; ``"measured"`` with the
@@ -109,6 +113,7 @@ class System:
         early_exit: bool = True,
         strategist: Strategist | None = None,
         logger: Any = None,
+        hooks: Iterable[object] = (),
         threads: int = 16,
         producers: Literal["all", "equivalent"] | None = None,
         cost_policy: Literal["declared", "measured"] = "declared",
@@ -168,6 +173,10 @@ class System:
         self.cost_policy = cost_policy
         self.costs = costs or MeasuredCosts()
         self.logger = logger
+        if logger is not None:
+            hooks = [*hooks, StructlogHook(logger)]
+        self.hooks: tuple[object, ...] = tuple(hooks)
+        self._hook_table = HookTable.build(self.hooks)
         self.name = catalog.name
         self.version = catalog.version
         # The journal also pins the questions: a changed forced value changes answers.
@@ -445,6 +454,11 @@ class System:
             journal, request_id, program_for, self._journal_version, self.timeout
         )
         run.request_id = request_id
+        if self._hook_table is not None:
+            run.attach_hooks(self._hook_table, self.name)
+            self._hook_table.emit(
+                "request_started", RequestEvent(request_id, self.name, run.started)
+            )
         run_sequential(run)
         recovery.notes_after_resume(run, untouched)
         response = self._conclude(run)
@@ -556,9 +570,13 @@ class System:
             prices=prices,
             found=self.guards == "found",
         )
-        if self.journal is not None or self.store is not None:
+        table = self._hook_table
+        if self.journal is not None or self.store is not None or table is not None:
             rid = request_id or _new_request_id()
             run.request_id = rid
+            if table is not None:
+                run.attach_hooks(table, self.name)
+                table.emit("request_started", RequestEvent(rid, self.name, run.started))
             if self.journal is not None:
                 recovery.begin(
                     self.journal, run, rid, self.name, self._journal_version, eager=eager
@@ -638,6 +656,15 @@ class System:
         except anyio.get_cancelled_exc_class():
             if run.journal is not None:
                 await self._close_cancelled(run)
+            if run.hooks is not None:
+                event = RequestEvent(
+                    run.request_id,
+                    self.name,
+                    run.started,
+                    "cancelled",
+                    perf_counter() - run.started,
+                )
+                run.hooks.emit("request_finished", event)
             raise
         except BaseException:
             # Not the caller's doing: the request stays open, for `recover` once this
@@ -726,8 +753,17 @@ class System:
                 stats["timeouts"] += timeouts
                 stats["errors"] += errors
         response = Response(run, self.name, self.version, request_id=run.request_id)
-        if self.logger is not None:
-            self._log(response, run)
+        if run.hooks is not None:
+            answers = tuple((name, a.status) for name, a in response.answers.items())
+            event = RequestEvent(
+                run.request_id,
+                self.name,
+                run.started,
+                "ok",
+                perf_counter() - run.started,
+                answers,
+            )
+            run.hooks.emit("request_finished", event)
         return response
 
     def _learning_due(self) -> bool:
@@ -789,18 +825,6 @@ class System:
             record comes from another catalog version.
         """
         return replay(self, record_or_id, store=self.store)
-
-    def _log(self, response: Response, run: Run) -> None:
-        log = self.logger.bind(catalog=self.name)
-        for step in response.trace.steps:
-            log.debug("step", part=step.part, outcome=step.outcome, duration_ms=step.duration_ms)
-        for guard in response.safeguards:
-            log.warning("safeguard", kind=guard.kind, part=guard.part, message=guard.message)
-        log.info(
-            "request",
-            answers={n: a.status for n, a in response.answers.items()},
-            steps=len(run.attempts),
-        )
 
     @staticmethod
     def _as_state(state: Any) -> dict[str, Any]:

@@ -99,11 +99,17 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
                     return
                 continue
         args = tuple(vals[i] for i in part.inputs)
+        if run.hooks is not None:
+            run.step_started(node, tried, start)
         try:
             if _inline_sync(part):
                 value = part.func(*args)
             else:
                 value = await _call(part, args, effective_timeout(part, run.timeout), limiter)
+        except anyio.get_cancelled_exc_class():
+            if run.hooks is not None:
+                run.step_ended(node, tried, start, perf_counter(), "cancelled", "cancelled")
+            raise
         except Exception as exc:
             cause = cause_of(exc, part.name, node.fact)
             done = run.called(node, tried, start, perf_counter(), None, cause)

@@ -16,6 +16,7 @@ from typing import Any, Final
 import attrs
 
 from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
+from solvi.hooks import HookTable, StepEvent
 
 __all__ = [
     "Cause",
@@ -83,6 +84,8 @@ class Run:
         "evaluated",
         "failures",
         "found",
+        "hook_catalog",
+        "hooks",
         "journal",
         "notes",
         "open_mask",
@@ -127,6 +130,9 @@ class Run:
         self.timeout = timeout
         self.started = started
         self.prices = prices
+        #: the System's hook table (None: no hooks, nothing to call)
+        self.hooks: HookTable | None = None
+        self.hook_catalog = ""
         #: guards="found": a learned order settles a question by the first failing
         #: check it evaluated, not the first declared
         self.found = found
@@ -151,6 +157,41 @@ class Run:
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
         self.settled: dict[int, tuple[int, str]] = {}
+
+    # -- hooks ---------------------------------------------------------------
+
+    def attach_hooks(self, hooks: HookTable, catalog: str) -> None:
+        """Tell `hooks` of every call from now on (the fast paths, which tell no one,
+        are left to requests without hooks)."""
+        self.hooks = hooks
+        self.hook_catalog = catalog
+        self.bare = self.plain = False
+
+    def step_started(self, node: Node, tried: int, start: float) -> None:
+        """Tell the hooks a call begins (call only when `hooks` is set)."""
+        assert self.hooks is not None
+        event = StepEvent(
+            self.request_id, self.hook_catalog, node.parts[tried].name, node.fact, start
+        )
+        self.hooks.emit("step_started", event)
+
+    def step_ended(
+        self, node: Node, tried: int, start: float, end: float, outcome: str, message: str | None
+    ) -> None:
+        """Tell the hooks a call ended (call only when `hooks` is set)."""
+        assert self.hooks is not None
+        part = node.parts[tried].name
+        event = StepEvent(
+            self.request_id,
+            self.hook_catalog,
+            part,
+            node.fact,
+            start,
+            outcome,  # type: ignore[arg-type]  # one of the outcomes a Cause names
+            end - start,
+            message,
+        )
+        self.hooks.emit("step_finished", event)
 
     # -- the fast path: one producer, called directly ------------------------
 
@@ -227,6 +268,11 @@ class Run:
                 # that cannot be written, the cause above already records it.
                 with contextlib.suppress(Exception):
                     self.journal.settled(node.index, part.name, None, cause)
+        if self.hooks is not None:
+            if cause is None:
+                self.step_ended(node, tried, start, end, "ok", None)
+            else:
+                self.step_ended(node, tried, start, end, cause.kind, cause.message)
         if cause is None:
             self.attempts.append((node.index, part.name, node.fact, start, end, "ok", None))
             self.succeed(node, value, tried)
@@ -266,7 +312,7 @@ class Run:
     def block(self, node: Node, cause: Cause) -> None:
         """A node could not start because an input is missing."""
         for p in node.parts:
-            self.skip_reasons[p.name] = f"inputs missing: {cause.fact} ({_describe(cause)})"
+            self.skip_reasons[p.name] = f"inputs missing: {cause.fact} ({cause.describe()})"
         self.fail(node, cause)
 
     def skip_unneeded(self, node: Node) -> None:
@@ -429,14 +475,6 @@ def journal_refused(part: str, fact: str, exc: Exception) -> Cause:
     """The Cause of a call that did not start because its start could not be journaled."""
     message = f"journal could not record the start: {type(exc).__name__}: {exc}"
     return Cause("error", part, fact, message)
-
-
-def _describe(cause: Cause) -> str:
-    if cause.kind == "timeout":
-        return f"{cause.part} {cause.message}"
-    if cause.kind == "interrupted":
-        return f"{cause.part} was {cause.message}"
-    return f"{cause.part} raised {cause.message}"
 
 
 #: The smallest evaluation cost a score divides by, in ms.

@@ -47,6 +47,14 @@ class Cause:
     fact: str
     message: str
 
+    def describe(self) -> str:
+        """What went wrong, for a reason or a skip: the part and what it did."""
+        if self.kind == "timeout":
+            return f"{self.part} {self.message}"
+        if self.kind == "interrupted":
+            return f"{self.part} was {self.message}"
+        return f"{self.part} raised {self.message}"
+
 
 def effective_timeout(part: Part, request_timeout: float | None) -> float | None:
     """The seconds a call of `part` may take.

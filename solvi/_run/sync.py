@@ -26,6 +26,8 @@ def run_node(run: Run, node: Node) -> None:
                     return
                 continue
         args = tuple(vals[i] for i in part.inputs)
+        if run.hooks is not None:
+            run.step_started(node, tried, start)
         try:
             value = call_sync(part, args, effective_timeout(part, run.timeout))
         except Exception as exc:

@@ -1,0 +1,162 @@
+"""Hooks: objects told when a request and each of its steps start and finish.
+
+A hook is any object with some of `request_started`, `step_started`,
+`step_finished` and `request_finished`; each is called with a frozen event. Pass
+hooks to `System(hooks=[...])`. Which methods exist is looked up once, when the
+System is built, so a System without hooks pays nothing, and a hook pays only
+for the methods it has. `ask`, `ask(workers=N)` and `aask` deliver the same
+events for the same request (concurrent steps in the order they happened).
+
+Hooks run on the thread of the step they describe (a worker thread under
+`workers=N`, the event loop under `aask`): keep them quick, and hand anything
+slow (a network export) to a queue of your own. A hook that raises is reported
+as a `RuntimeWarning` and never fails the request.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+__all__ = [
+    "Hook",
+    "HookTable",
+    "RequestEvent",
+    "StepEvent",
+    "StructlogHook",
+]
+
+Outcome = Literal["ok", "error", "timeout", "interrupted", "cancelled"]
+
+
+@attrs.frozen
+class StepEvent:
+    """One call of one part.
+
+    `start` is seconds on `time.perf_counter`'s clock; `duration` and `outcome` are
+    None on `step_started`. `message` says why a call did not return a value.
+    """
+
+    request_id: str | None
+    catalog: str
+    part: str
+    fact: str
+    start: float
+    outcome: Outcome | None = None
+    duration: float | None = None
+    message: str | None = None
+
+
+@attrs.frozen
+class RequestEvent:
+    """One request. `outcome` is ``"ok"`` (it has its response) or ``"cancelled"``;
+    None on `request_started`, as is `duration`."""
+
+    request_id: str | None
+    catalog: str
+    start: float
+    outcome: Literal["ok", "cancelled"] | None = None
+    duration: float | None = None
+    #: on `request_finished` with ``"ok"``: each question's status
+    answers: tuple[tuple[str, str], ...] = ()
+
+
+@runtime_checkable
+class Hook(Protocol):
+    """What a hook may have; every method is optional (an object with none is refused)."""
+
+    def request_started(self, event: RequestEvent) -> None:
+        """A request begins: nothing of it has run."""
+
+    def step_started(self, event: StepEvent) -> None:
+        """A part is about to be called (after its journaled start, if any)."""
+
+    def step_finished(self, event: StepEvent) -> None:
+        """A part's call ended: returned, raised, timed out or was cancelled."""
+
+    def request_finished(self, event: RequestEvent) -> None:
+        """A request has its response, or its caller cancelled it."""
+
+
+_METHODS = ("request_started", "step_started", "step_finished", "request_finished")
+
+
+def _guarded(method: Callable[[Any], None], hook: object, name: str) -> Callable[[Any], None]:
+    def call(event: Any) -> None:
+        try:
+            method(event)
+        except Exception as exc:
+            warnings.warn(
+                f"hook {type(hook).__name__}.{name} raised {type(exc).__name__}: {exc}; the "
+                f"request goes on",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    return call
+
+
+@attrs.frozen
+class HookTable:
+    """The hooks' methods per event, looked up once (the dispatch table)."""
+
+    request_started: tuple[Callable[[RequestEvent], None], ...] = ()
+    step_started: tuple[Callable[[StepEvent], None], ...] = ()
+    step_finished: tuple[Callable[[StepEvent], None], ...] = ()
+    request_finished: tuple[Callable[[RequestEvent], None], ...] = ()
+
+    @classmethod
+    def build(cls, hooks: Iterable[object]) -> HookTable | None:
+        """The table for `hooks`, or None when there are none (nothing to pay).
+
+        Raises:
+            TypeError: a hook has none of the four methods.
+        """
+        table: dict[str, list[Callable[[Any], None]]] = {name: [] for name in _METHODS}
+        for hook in hooks:
+            found = [name for name in _METHODS if callable(getattr(hook, name, None))]
+            if not found:
+                msg = (
+                    f"hook {hook!r} has none of {', '.join(_METHODS)}; give it at least one "
+                    f"(see solvi.Hook)"
+                )
+                raise TypeError(msg)
+            for name in found:
+                table[name].append(_guarded(getattr(hook, name), hook, name))
+        if not any(table.values()):
+            return None
+        return cls(**{name: tuple(calls) for name, calls in table.items()})
+
+    def emit(self, kind: str, event: Any) -> None:
+        """Call every method registered for `kind`."""
+        for call in getattr(self, kind):
+            call(event)
+
+
+class StructlogHook:
+    """Structured events through a structlog logger: ``step`` (debug) per call,
+    ``safeguard`` (warning) per call that did not return, ``request`` (info) per
+    request, each bound to the catalog."""
+
+    def __init__(self, logger: Any = None) -> None:
+        if logger is None:
+            import structlog
+
+            logger = structlog.get_logger("solvi")
+        self.logger = logger
+
+    def step_finished(self, event: StepEvent) -> None:
+        """Log the call, and a safeguard when it did not return a value."""
+        log = self.logger.bind(catalog=event.catalog, request_id=event.request_id)
+        duration_ms = None if event.duration is None else event.duration * 1000
+        log.debug("step", part=event.part, outcome=event.outcome, duration_ms=duration_ms)
+        if event.outcome not in ("ok", "cancelled"):
+            log.warning("safeguard", kind=event.outcome, part=event.part, message=event.message)
+
+    def request_finished(self, event: RequestEvent) -> None:
+        """Log the request with each question's status."""
+        log = self.logger.bind(catalog=event.catalog, request_id=event.request_id)
+        log.info("request", outcome=event.outcome, answers=dict(event.answers))

@@ -1,0 +1,203 @@
+"""Hooks: every driver tells them the same events, a bad hook never fails a request, and
+without hooks there is nothing to call."""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from solvi import Catalog, Question, RequestEvent, StepEvent, System
+from solvi.hooks import HookTable
+
+
+class Recorder:
+    """Keeps every event it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def request_started(self, event: RequestEvent) -> None:
+        self.events.append(("request_started", event))
+
+    def step_started(self, event: StepEvent) -> None:
+        self.events.append(("step_started", event))
+
+    def step_finished(self, event: StepEvent) -> None:
+        self.events.append(("step_finished", event))
+
+    def request_finished(self, event: RequestEvent) -> None:
+        self.events.append(("request_finished", event))
+
+    def summary(self) -> collections.Counter[tuple[str, str, str | None]]:
+        """Each event as (kind, part, outcome), counted: the same whatever the order."""
+        out: collections.Counter[tuple[str, str, str | None]] = collections.Counter()
+        for kind, event in self.events:
+            part = getattr(event, "part", "")
+            out[(kind, part, event.outcome)] += 1
+        return out
+
+
+def _catalog() -> Catalog:
+    cat = Catalog("hooked")
+
+    @cat.fn
+    def policy(policy_id: str) -> dict[str, bool]:
+        return {"active": policy_id != "lapsed"}
+
+    @cat.check(hard=True)
+    def policy_active(policy: dict[str, bool]) -> bool:
+        return policy["active"]
+
+    @cat.fn(provides="score", timeout=0.05, blocking=True)
+    def slow_score(claim: int) -> int:
+        time.sleep(0.5)
+        return claim
+
+    @cat.fn(provides="score")
+    def quick_score(claim: int) -> int:
+        return claim // 2
+
+    @cat.fn
+    async def broken(claim: int) -> int:
+        msg = "no such thing"
+        raise LookupError(msg)
+
+    @cat.rule
+    def approve(policy_active: bool, score: int) -> bool:
+        return score < 100
+
+    @cat.rule
+    def explain(broken: int) -> str:
+        return "never"
+
+    return cat
+
+
+QUESTIONS = [Question("approve", forced=False), Question("explain")]
+
+
+@pytest.mark.parametrize("policy_id", ["P-1", "lapsed"])
+def test_every_driver_tells_the_same_events(policy_id: str) -> None:
+    """ask, ask with threads and aask on asyncio and trio deliver the same events for the
+    same request: one start and one end per call, with outcomes, and one per request."""
+    state = {"policy_id": policy_id, "claim": 40}
+    summaries = []
+    for how in ("ask", "threads", "asyncio", "trio"):
+        recorder = Recorder()
+        system = System(_catalog(), QUESTIONS, hooks=[recorder])
+        if how == "ask":
+            response = system.ask(state)
+        elif how == "threads":
+            response = system.ask(state, workers=4)
+        else:
+            response = anyio.run(lambda s=system: s.aask(state), backend=how)
+        system.close()
+        summaries.append(recorder.summary())
+        kinds = [kind for kind, _ in recorder.events]
+        assert kinds[0] == "request_started"
+        assert kinds[-1] == "request_finished"
+        (finished,) = [e for k, e in recorder.events if k == "request_finished"]
+        assert finished.request_id == response.request_id
+        assert dict(finished.answers) == {n: a.status for n, a in response.answers.items()}
+        assert finished.outcome == "ok"
+        assert finished.duration is not None
+    assert all(s == summaries[0] for s in summaries[1:])
+    outcomes = {
+        (part, outcome) for (kind, part, outcome) in summaries[0] if kind == "step_finished"
+    }
+    if policy_id == "P-1":
+        assert ("slow_score", "timeout") in outcomes
+        assert ("quick_score", "ok") in outcomes
+        assert ("broken", "error") in outcomes
+    else:
+        assert ("policy_active", "ok") in outcomes
+        assert not any(part == "approve" for part, _ in outcomes)  # early exit
+
+
+def test_events_name_the_request_the_part_and_the_error() -> None:
+    """A finished step says its request, catalog, part, fact, outcome, duration and message."""
+    recorder = Recorder()
+    system = System(_catalog(), QUESTIONS, hooks=[recorder])
+    response = system.ask({"policy_id": "P-1", "claim": 40})
+    (broken,) = [e for k, e in recorder.events if k == "step_finished" and e.part == "broken"]
+    assert broken.request_id == response.request_id
+    assert (broken.catalog, broken.fact, broken.outcome) == ("hooked", "broken", "error")
+    assert broken.message == "LookupError: no such thing"
+    assert broken.duration is not None
+    assert broken.duration >= 0
+
+
+def test_a_cancelled_request_tells_its_hooks() -> None:
+    """A cancelled aask ends the step in flight as cancelled, then the request."""
+    cat = Catalog("slow")
+
+    @cat.fn
+    async def wait(x: int) -> int:
+        await anyio.sleep(5)
+        return x
+
+    @cat.rule
+    def answer(wait: int) -> int:
+        return wait
+
+    recorder = Recorder()
+    system = System(cat, hooks=[recorder])
+
+    async def main() -> None:
+        with anyio.move_on_after(0.05):
+            await system.aask({"x": 1})
+
+    anyio.run(main)
+    kinds = [(k, getattr(e, "part", ""), e.outcome) for k, e in recorder.events]
+    assert kinds == [
+        ("request_started", "", None),
+        ("step_started", "wait", None),
+        ("step_finished", "wait", "cancelled"),
+        ("request_finished", "", "cancelled"),
+    ]
+
+
+def test_a_hook_that_raises_is_reported_and_the_request_goes_on() -> None:
+    """A failing hook gives a RuntimeWarning naming it; the answers are unchanged."""
+
+    class Broken:
+        def step_finished(self, event: StepEvent) -> None:
+            msg = "exporter down"
+            raise ConnectionError(msg)
+
+    system = System(_catalog(), QUESTIONS, hooks=[Broken()])
+    with pytest.warns(RuntimeWarning, match=r"hook Broken.step_finished raised ConnectionError"):
+        response = system.ask({"policy_id": "lapsed", "claim": 40})
+    assert response["approve"].status == "forced"
+
+
+def test_an_object_with_no_hook_method_is_refused() -> None:
+    """A hook must have at least one of the four methods."""
+    with pytest.raises(TypeError, match="has none of request_started, step_started"):
+        System(_catalog(), QUESTIONS, hooks=[object()])
+
+
+def test_without_hooks_there_is_no_table() -> None:
+    """No hooks, no dispatch table: the drivers have nothing to call."""
+    assert HookTable.build([]) is None
+    system = System(_catalog(), QUESTIONS)
+    assert system.hooks == ()
+
+
+def test_a_hook_may_have_only_some_methods() -> None:
+    """Only the methods a hook has are called."""
+
+    class Ends:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def step_finished(self, event: StepEvent) -> None:
+            self.parts.append(event.part)
+
+    ends = Ends()
+    System(_catalog(), QUESTIONS, hooks=[ends]).ask({"policy_id": "lapsed", "claim": 1})
+    assert ends.parts == ["policy", "policy_active", "broken"]
