@@ -24,10 +24,11 @@ Hamilton and solvi see the same functions. Before any timing, every method's val
 
 Usage::
 
-    .venv/bin/python benchmarks/async_latency.py [--quick] [--plot PATH]
+    .venv/bin/python benchmarks/async_latency.py [--quick] [--plot PATH] [--json]
 
 ``--quick`` is a CI smoke run of a few seconds; ``--plot`` writes an SVG bar chart of
-the lattice latencies (no plotting library needed).
+the lattice latencies (no plotting library needed); ``--json`` prints the
+measurements as one JSON document instead of the tables (``against.py`` reads it).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import math
 import platform
 import statistics
@@ -75,6 +77,7 @@ __all__ = [
     "measure_steps",
     "measure_throughput",
     "run",
+    "to_json",
     "write_svg",
 ]
 
@@ -743,6 +746,41 @@ def format_throughput(result: Throughput) -> str:
     )
 
 
+def to_json(
+    latency: Latency, steps: Sequence[StepResult], throughput: Throughput, settings: Settings
+) -> str:
+    """The measurements as JSON: latencies in ms, ns per request, (wall, CPU) seconds."""
+    return json.dumps(
+        {
+            "benchmark": "async_latency",
+            "python": platform.python_version(),
+            "solvi": solvi.__file__,
+            "settings": attrs.asdict(settings),
+            "latency": {
+                "dag": latency.dag.name,
+                "floor_ms": latency.dag.floor_ms,
+                "requests": len(latency.samples["aask"]),
+                "median_ms": {m: latency.median(m) for m in latency.samples},
+                "p90_ms": {m: latency.p90(m) for m in latency.samples},
+                "agree": latency.agree,
+            },
+            "steps": [
+                {"dag": r.dag.name, "steps": r.dag.steps, "ns": r.ns, "agree": r.agree}
+                for r in steps
+            ],
+            "throughput": {
+                "dag": throughput.dag.name,
+                "requests": throughput.requests,
+                "sequential": throughput.sequential,
+                "concurrent": throughput.concurrent,
+                "concurrent_no_gc": throughput.concurrent_no_gc,
+                "gather_concurrent": throughput.gather_concurrent,
+                "agree": throughput.agree,
+            },
+        }
+    )
+
+
 def write_svg(result: Latency, path: Path) -> None:
     """A horizontal bar chart of median latency / floor per method, p90 as a tick."""
     methods = ["floor", *(m for m in LATENCY_METHODS if m in result.samples)]
@@ -823,15 +861,21 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
     )
     parser.add_argument("--quick", action="store_true", help="few repetitions (CI smoke run)")
     parser.add_argument("--plot", type=Path, metavar="PATH", help="write an SVG bar chart here")
+    parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = parser.parse_args(argv)
     if settings is None:
         settings = Settings.for_mode(quick=args.quick)
     started = time.perf_counter()
-    print(
-        f"solvi async latency benchmark: Python {platform.python_version()}, asyncio, "
-        f"anyio {metadata.version('anyio')}" + (" (quick)" if args.quick else "")
-    )
+    if not args.json:
+        print(
+            f"solvi async latency benchmark: Python {platform.python_version()}, asyncio, "
+            f"anyio {metadata.version('anyio')}" + (" (quick)" if args.quick else "")
+        )
     latency, steps, throughput = asyncio.run(run(settings))
+    ok = latency.agree and throughput.agree and all(r.agree for r in steps)
+    if args.json:
+        print(to_json(latency, steps, throughput, settings))
+        return 0 if ok else 1
     if "hamilton" not in latency.samples:
         print("hamilton is not installed: its rows are left out (pip install apache-hamilton)")
     print()
@@ -844,7 +888,7 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
         write_svg(latency, args.plot)
         print(f"\nplot written to {args.plot}")
     print(f"\n({time.perf_counter() - started:.1f} s)")
-    if not (latency.agree and throughput.agree and all(r.agree for r in steps)):
+    if not ok:
         print("ERROR: the methods computed different values", file=sys.stderr)
         return 1
     return 0

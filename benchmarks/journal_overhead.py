@@ -19,12 +19,16 @@ request when 32 requests run at once.
 durability is the server's: its ``fsync`` and ``synchronous_commit`` settings
 are printed with the table.
 
-    python benchmarks/journal_overhead.py [--quick]
+    python benchmarks/journal_overhead.py [--quick] [--json]
+
+``--json`` prints the figures as one JSON document instead of the table
+(``against.py`` reads it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -280,6 +284,34 @@ def report(
     return same
 
 
+def summary(results: dict[str, dict[str, Any]], postgres: dict[str, str] | None) -> dict[str, Any]:
+    """The figures of the table, per mode, as a JSON-ready dict (seconds as ms)."""
+    import solvi
+
+    modes = {}
+    for m, r in results.items():
+        modes[m] = {
+            "requests": len(r["lat"]),
+            "p50_ms": percentile(r["lat"], 50) * 1000,
+            "p99_ms": percentile(r["lat"], 99) * 1000,
+            "burst_ms": [b * 1000 for b in r["burst"]],
+            "burst_median_ms": statistics.median(r["burst"]) * 1000,
+            "journal_ms": r["journal_ms"],
+            "writes": r["writes"],
+        }
+    hashes = set().union(*(r["hashes"] for r in results.values()))
+    answers = set().union(*(r["answers"] for r in results.values()))
+    return {
+        "benchmark": "journal_overhead",
+        "python": sys.version.split()[0],
+        "solvi": solvi.__file__,
+        "delay": DELAY,
+        "modes": modes,
+        "postgres": postgres,
+        "same": len(hashes) == 1 and len(answers) == 1,
+    }
+
+
 def run(root: Path, dsn: str | None, *, rounds: int, per_round: int, burst: int) -> Any:
     """Build every mode's System, measure them together, and close them."""
     by_mode = systems(root, dsn)
@@ -297,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; exit 1 if the modes disagree on the answer or hash."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     sizes = {"rounds": 4, "per_round": 10, "burst": 32}
     if not args.quick:
@@ -308,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             with postgres_schema(dsn) as (schema_dsn, postgres):
                 results = run(Path(tmp), schema_dsn, **sizes)
+    if args.json:
+        figures = summary(results, postgres)
+        print(json.dumps(figures))
+        return 0 if figures["same"] else 1
     return 0 if report(results, DELAY, postgres) else 1
 
 

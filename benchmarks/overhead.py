@@ -21,16 +21,18 @@ linear (µs per step flat).
 
 Usage::
 
-    .venv/bin/python benchmarks/overhead.py [--quick] [--plot PATH]
+    .venv/bin/python benchmarks/overhead.py [--quick] [--plot PATH] [--json]
 
 ``--quick`` runs few repetitions (a CI smoke run of a few seconds); ``--plot`` writes an
-SVG bar chart of µs per step (no plotting library needed).
+SVG bar chart of µs per step (no plotting library needed); ``--json`` prints the
+measurements as one JSON document instead of the tables (``against.py`` reads it).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import platform
 import statistics
@@ -63,6 +65,7 @@ __all__ = [
     "measure",
     "run",
     "standard_dags",
+    "to_json",
     "write_svg",
 ]
 
@@ -428,6 +431,24 @@ def format_linearity(results: Sequence[Result]) -> str:
     return _table(header, rows)
 
 
+def to_json(results: Sequence[Result], linearity: Sequence[Result], settings: Settings) -> str:
+    """The measurements as JSON: ns per request of each method on each DAG, and the steps."""
+
+    def one(r: Result) -> dict[str, Any]:
+        return {"dag": r.dag.name, "steps": r.dag.steps, "ns": r.ns, "agree": r.agree}
+
+    return json.dumps(
+        {
+            "benchmark": "overhead",
+            "python": platform.python_version(),
+            "solvi": solvi.__file__,
+            "settings": attrs.asdict(settings),
+            "dags": [one(r) for r in results],
+            "linearity": [one(r) for r in linearity],
+        }
+    )
+
+
 def write_svg(results: Sequence[Result], path: Path) -> None:
     """A grouped bar chart of µs per step (log scale), one group per DAG."""
     methods = [m for m in METHODS if all(m in r.ns for r in results)]
@@ -502,28 +523,32 @@ def main(argv: Sequence[str] | None = None, *, dags: Sequence[Dag] | None = None
     )
     parser.add_argument("--quick", action="store_true", help="few repetitions (CI smoke run)")
     parser.add_argument("--plot", type=Path, metavar="PATH", help="write an SVG bar chart here")
+    parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = parser.parse_args(argv)
     settings = Settings.for_mode(quick=args.quick)
     started = time.perf_counter()
-
-    print(
-        f"solvi overhead benchmark: Python {platform.python_version()}, "
-        f"{settings.rounds} rounds of ~{settings.seconds_per_round:g} s per cell, median kept"
-        + (" (quick)" if args.quick else "")
-    )
     sizes = (50, 100, 200, 400) if dags is None else ()
     main_dags = standard_dags() if dags is None else tuple(dags)
+    if not args.json:
+        print(
+            f"solvi overhead benchmark: Python {platform.python_version()}, "
+            f"{settings.rounds} rounds of ~{settings.seconds_per_round:g} s per cell, median kept"
+            + (" (quick)" if args.quick else "")
+        )
     # chain 100 is already among the standard DAGs; its result is reused below
     extra = [(chain(n), ("direct", "solvi")) for n in sizes if n != 100]
     everything = run(main_dags, settings, extra=extra)
     ok = all(r.agree for r in everything)
     results = everything[: len(main_dags)]
+    by_steps = {r.dag.steps - 1: r for r in everything if r.dag.name.startswith("chain ")}
+    if args.json:
+        print(to_json(results, [by_steps[n] for n in sizes], settings))
+        return 0 if ok else 1
     if "hamilton" not in results[0].ns:
         print("hamilton is not installed: its columns are left out (pip install apache-hamilton)")
     print()
     print(format_table(results))
     if sizes:
-        by_steps = {r.dag.steps - 1: r for r in everything if r.dag.name.startswith("chain ")}
         print()
         print("Linearity (solvi on chains; µs/step should stay flat):")
         print(format_linearity([by_steps[n] for n in sizes]))
