@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-__all__ = ["UNSET", "Question"]
+from solvi.errors import PlanError, _closest
+
+if TYPE_CHECKING:
+    from solvi.catalog import Catalog
+
+__all__ = ["UNSET", "Question", "check_questions"]
 
 
 class _Unset:
@@ -66,3 +71,72 @@ class Question:
     def has_forced(self) -> bool:
         """Whether a failed hard check forces a value rather than abstaining."""
         return self.forced is not UNSET
+
+
+def check_questions(catalog: Catalog, questions: tuple[Question, ...]) -> None:
+    """Raise for a question that names what the catalog lacks (found at System build).
+
+    Raises:
+        PlanError: an unknown or misused name, with the closest known names.
+        TypeError: an item is not a Question.
+    """
+    parts = {p.name: p for p in catalog.parts}
+    facts = {p.provides for p in catalog.parts if p.kind != "extract"}
+    seen: set[str] = set()
+    for q in questions:
+        if not isinstance(q, Question):
+            msg = f"questions must be Question objects or names, got {q!r}"
+            raise TypeError(msg)
+        if q.name in seen:
+            msg = f"question {q.name!r} is listed twice"
+            raise PlanError(msg, name=q.name)
+        seen.add(q.name)
+        if q.rule is not None:
+            if q.rule not in parts:
+                rules = [p.name for p in catalog.parts if p.kind == "rule"]
+                msg = (
+                    f"question {q.name!r} names rule {q.rule!r}, which catalog "
+                    f"{catalog.name!r} does not have{_closest(q.rule, rules)}"
+                )
+                raise PlanError(
+                    msg,
+                    name=q.rule,
+                )
+            if parts[q.rule].kind != "rule":
+                msg = (
+                    f"question {q.name!r} names {q.rule!r} as its rule, but it is a "
+                    f"{parts[q.rule].kind} part; declare it with @catalog.rule"
+                )
+                raise PlanError(
+                    msg,
+                    name=q.rule,
+                )
+        if q.rule is None and q.uses is None and q.name not in parts:
+            rules = [p.name for p in catalog.parts if p.kind == "rule"]
+            hint = _closest(q.name, rules)
+            if hint:
+                msg = (
+                    f"question {q.name!r} has no rule of that name{hint}; name the rule "
+                    f"(Question({q.name!r}, rule=...)), or pass uses= to report facts"
+                )
+                raise PlanError(msg, name=q.name)
+        for fact in q.uses or ():
+            if fact not in facts:
+                msg = (
+                    f"question {q.name!r} uses {fact!r}, which no part of catalog "
+                    f"{catalog.name!r} provides{_closest(fact, facts)}"
+                )
+                raise PlanError(
+                    msg,
+                    name=fact,
+                )
+        for name in q.requires:
+            if name not in parts:
+                msg = (
+                    f"question {q.name!r} requires part {name!r}, which catalog "
+                    f"{catalog.name!r} does not have{_closest(name, parts)}"
+                )
+                raise PlanError(
+                    msg,
+                    name=name,
+                )

@@ -6,11 +6,12 @@ it; `inspect`, `recover` and `prepare_resume` read the journal back.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -19,7 +20,8 @@ from solvi._db.journal_base import ANSWERED, NO_EXACT
 from solvi._db.writer import Ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
-from solvi.errors import SolviError
+from solvi._store_plans import PlanStore
+from solvi.errors import DuplicateRequestError, SolviError
 from solvi.journal import (
     INSERT_ENTRY,
     EntryRows,
@@ -31,6 +33,10 @@ from solvi.journal import (
 )
 from solvi.record import canonical_json, to_record_value
 
+if TYPE_CHECKING:
+    from solvi.response import Response
+    from solvi.storage import Store
+
 Statement = tuple[str, tuple[Any, ...]]
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "ResumeRefused",
     "begin",
     "inspect",
+    "keep",
     "notes_after_resume",
     "prepare_resume",
     "recover",
@@ -237,6 +244,47 @@ def begin(
     run.journal = JournalWriter(journal, request_id, first, eager=eager)
     run.bare = run.plain = False
     journal.running_here(request_id)
+
+
+def keep(
+    response: Response, run: Run, store: Store | None, *, shared_db: bool, resumed: bool
+) -> None:
+    """Store a response and close its journaled request (blocking).
+
+    Sharing one database, the save and the close are one transaction. Apart, the
+    request's entries are committed first, then the response saved, then the
+    request closed: a crash in between leaves the request open with every step
+    settled, and its resume finds the response stored and only closes it.
+
+    Raises:
+        DuplicateRequestError: a response is already stored under the request's id
+            (a resume takes the stored one instead).
+    """
+    writer, request_id = run.journal, run.request_id
+    if store is not None and request_id is not None:
+        record = response.record
+        if writer is not None and shared_db and isinstance(store, PlanStore):
+            save = functools.partial(store.save_plan, record, request_id)
+            try:
+                writer.close(record["hash"], save=save).wait()
+            except DuplicateRequestError:
+                if not resumed:
+                    raise
+                writer.close(record["hash"]).wait()
+            return
+        if writer is not None:
+            flushed = writer.flush()
+            if flushed is not None:
+                flushed.wait()
+        try:
+            store.save_response(record, request_id=request_id)
+        except DuplicateRequestError:
+            if not resumed:
+                raise
+        if writer is not None:
+            writer.close(record["hash"]).wait()
+    elif writer is not None:
+        writer.close(None).wait()
 
 
 def _recovery(rj: RequestJournal) -> Recovery:

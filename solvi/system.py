@@ -22,15 +22,14 @@ from solvi._run.async_ import run_async
 from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
 from solvi._run.steps import Node, Program, compile_flow, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
-from solvi._store_plans import PlanStore
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
-from solvi.errors import DuplicateRequestError, PlanError, SolviError, _closest
+from solvi.errors import SolviError
 from solvi.flow import Flow
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
-from solvi.question import Question
+from solvi.question import Question, check_questions
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
 from solvi.storage import Store, open_store
@@ -138,7 +137,7 @@ class System:
         self.questions: tuple[Question, ...] = tuple(
             Question(q) if isinstance(q, str) else q for q in questions
         )
-        self._validate_questions()
+        check_questions(catalog, self.questions)
         self.workers = workers
         self.timeout = timeout
         self.early_exit = early_exit
@@ -235,68 +234,6 @@ class System:
     def __repr__(self) -> str:
         names = ", ".join(q.name for q in self.questions)
         return f"<System {self.name}: {names}>"
-
-    def _validate_questions(self) -> None:
-        parts = {p.name: p for p in self._parts}
-        facts = {p.provides for p in self._parts if p.kind != "extract"}
-        seen: set[str] = set()
-        for q in self.questions:
-            if not isinstance(q, Question):
-                msg = f"questions must be Question objects or names, got {q!r}"
-                raise TypeError(msg)
-            if q.name in seen:
-                msg = f"question {q.name!r} is listed twice"
-                raise PlanError(msg, name=q.name)
-            seen.add(q.name)
-            if q.rule is not None:
-                if q.rule not in parts:
-                    rules = [p.name for p in self._parts if p.kind == "rule"]
-                    msg = (
-                        f"question {q.name!r} names rule {q.rule!r}, which catalog "
-                        f"{self.catalog.name!r} does not have{_closest(q.rule, rules)}"
-                    )
-                    raise PlanError(
-                        msg,
-                        name=q.rule,
-                    )
-                if parts[q.rule].kind != "rule":
-                    msg = (
-                        f"question {q.name!r} names {q.rule!r} as its rule, but it is a "
-                        f"{parts[q.rule].kind} part; declare it with @catalog.rule"
-                    )
-                    raise PlanError(
-                        msg,
-                        name=q.rule,
-                    )
-            if q.rule is None and q.uses is None and q.name not in parts:
-                rules = [p.name for p in self._parts if p.kind == "rule"]
-                hint = _closest(q.name, rules)
-                if hint:
-                    msg = (
-                        f"question {q.name!r} has no rule of that name{hint}; name the rule "
-                        f"(Question({q.name!r}, rule=...)), or pass uses= to report facts"
-                    )
-                    raise PlanError(msg, name=q.name)
-            for fact in q.uses or ():
-                if fact not in facts:
-                    msg = (
-                        f"question {q.name!r} uses {fact!r}, which no part of catalog "
-                        f"{self.catalog.name!r} provides{_closest(fact, facts)}"
-                    )
-                    raise PlanError(
-                        msg,
-                        name=fact,
-                    )
-            for name in q.requires:
-                if name not in parts:
-                    msg = (
-                        f"question {q.name!r} requires part {name!r}, which catalog "
-                        f"{self.catalog.name!r} does not have{_closest(name, parts)}"
-                    )
-                    raise PlanError(
-                        msg,
-                        name=name,
-                    )
 
     # -- planning ------------------------------------------------------------
 
@@ -773,36 +710,9 @@ class System:
         """Store the response and close its journaled request (blocking: under `aask`
         it runs in a worker thread).
 
-        Sharing one database, the save and the close are one transaction. Apart,
-        the request's entries are committed first, then the response saved, then
-        the request closed: a crash in between leaves the request open with every
-        step settled, and its resume finds the response stored and only closes it.
+        See `recovery.keep`.
         """
-        store, writer, request_id = self.store, run.journal, run.request_id
-        if store is not None and request_id is not None:
-            record = response.record
-            if writer is not None and self._shared_db and isinstance(store, PlanStore):
-                save = functools.partial(store.save_plan, record, request_id)
-                try:
-                    writer.close(record["hash"], save=save).wait()
-                except DuplicateRequestError:
-                    if not resumed:
-                        raise
-                    writer.close(record["hash"]).wait()
-            else:
-                if writer is not None:
-                    flushed = writer.flush()
-                    if flushed is not None:
-                        flushed.wait()
-                try:
-                    store.save_response(record, request_id=request_id)
-                except DuplicateRequestError:
-                    if not resumed:
-                        raise
-                if writer is not None:
-                    writer.close(record["hash"]).wait()
-        elif writer is not None:
-            writer.close(None).wait()
+        recovery.keep(response, run, self.store, shared_db=self._shared_db, resumed=resumed)
         if learning:
             self.save_learning()
 
