@@ -170,10 +170,16 @@ class ProducerChooser:
             return 0, part.cost if part.cost is not None else 0.0
         return int(entry[0]), entry[1]
 
-    def prices(self) -> tuple[tuple[str, ...], dict[str, Price]]:
-        """This request's prices and the signature of its choice (for the flow cache)."""
+    def prices(self, *, ask: bool = True) -> tuple[tuple[str, ...], dict[str, Price]]:
+        """This request's prices and the signature of its choice (for the flow cache).
+
+        With `ask` False (`System.plan`: looking is not asking) the ask is not
+        counted, and the prices are those the next ask would get.
+        """
         with self._lock:
-            self.asks += 1
+            asks = self.asks + 1
+            if ask:
+                self.asks = asks
             settings = self.settings
             prices: dict[str, Price] = {}
             chosen: list[str] = []
@@ -188,7 +194,7 @@ class ProducerChooser:
                     stale = [
                         p
                         for p in group
-                        if self.asks - self.last_used.get(p.name, self.asks) >= settings.recheck
+                        if asks - self.last_used.get(p.name, asks) >= settings.recheck
                     ]
                     if under:
                         pick = min(under, key=lambda p: (measured[p.name][1], p.index))

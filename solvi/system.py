@@ -245,8 +245,7 @@ class System:
         keys = frozenset(keys)
         if self._chooser is None:
             return self._program(keys).flow
-        signature, prices = self._chooser.prices()
-        self._chooser.asks -= 1  # looking is not asking
+        signature, prices = self._chooser.prices(ask=False)
         return self._program((keys, signature), prices).flow
 
     def _program(self, cache_key: Any, prices: Prices | None = None) -> Program:
