@@ -11,7 +11,6 @@ as code. `SQLiteJournal` suits one machine, `PostgresJournal` several.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from solvi._db.journal_base import (
@@ -30,6 +29,7 @@ from solvi._db.journal_base import (
 )
 from solvi._db.postgres_journal import PostgresJournal
 from solvi._db.sqlite_journal import SQLiteJournal
+from solvi._db.urls import locate
 
 __all__ = [
     "CANCELLED",
@@ -59,17 +59,7 @@ def open_journal(spec: Any) -> Journal:
     """
     if isinstance(spec, Journal):
         return spec
-    if isinstance(spec, os.PathLike):
-        return SQLiteJournal(spec)
-    if isinstance(spec, str) and spec:
-        if spec.startswith("sqlite:///"):
-            return SQLiteJournal(spec[len("sqlite:///") :])
-        if spec.startswith(("postgresql://", "postgres://")):
-            return PostgresJournal(spec)
-        if "://" not in spec:
-            return SQLiteJournal(spec)
-    msg = (
-        f"journal= takes a file path, 'sqlite:///path', 'postgresql://...', a Journal, or "
-        f"True (journal in the store), got {spec!r}"
-    )
-    raise ValueError(msg)
+    where = locate(spec, "journal=")
+    if where.kind == "postgresql":
+        return PostgresJournal(where.target)
+    return SQLiteJournal(where.target)

@@ -17,10 +17,10 @@ import attrs
 
 from solvi._db.exact import encode as encode_exact
 from solvi._db.journal_base import ANSWERED, NO_EXACT
+from solvi._db.store_plans import PlanStore
 from solvi._db.writer import Ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
-from solvi._store_plans import PlanStore
 from solvi.errors import DuplicateRequestError, SolviError
 from solvi.journal import (
     INSERT_ENTRY,

@@ -7,7 +7,7 @@ decisions. Both create and migrate their tables themselves, recording the
 schema version in ``solvi_schema_version``. `open_store` turns a path or URL
 into a store.
 
-Every operation is written once, as a *plan* (see `solvi._store_plans`), and
+Every operation is written once, as a *plan* (see `solvi._db.store_plans`), and
 each backend only drives plans inside its own transactions, so the two
 backends cannot drift apart.
 """
@@ -19,9 +19,10 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from solvi._postgres_store import PostgresStore
-from solvi._sqlite_store import SQLiteStore
-from solvi._store_plans import PlanStore
+from solvi._db.postgres_store import PostgresStore
+from solvi._db.sqlite_store import SQLiteStore
+from solvi._db.store_plans import PlanStore
+from solvi._db.urls import locate
 from solvi.audit import AuditEntry
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
@@ -34,11 +35,6 @@ __all__ = [
     "StoreError",
     "open_store",
 ]
-
-_ACCEPTED = (
-    "a Store, a file path, 'sqlite:///path/to/file.db', or "
-    "'postgresql://user@host:port/database' (also 'postgres://')"
-)
 
 
 @runtime_checkable
@@ -119,21 +115,7 @@ def open_store(spec: Store | str | os.PathLike[str]) -> Store:
     """
     if isinstance(spec, PlanStore | Store):
         return spec
-    if isinstance(spec, os.PathLike):
-        return SQLiteStore(spec)
-    if not isinstance(spec, str) or not spec:
-        msg = f"cannot open a store from {spec!r}; pass {_ACCEPTED}"
-        raise ValueError(msg)
-    if spec.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(spec)
-    if spec.startswith("sqlite:///"):
-        path = spec[len("sqlite:///") :]
-        if not path:
-            msg = f"{spec!r} names no file; write sqlite:///path/to/file.db"
-            raise ValueError(msg)
-        return SQLiteStore(path)
-    if "://" in spec or spec.startswith("sqlite:"):
-        scheme = spec.split(":", 1)[0]
-        msg = f"cannot open a store from {spec!r}: unknown scheme {scheme!r}; pass {_ACCEPTED}"
-        raise ValueError(msg)
-    return SQLiteStore(spec)
+    where = locate(spec, "store=")
+    if where.kind == "postgresql":
+        return PostgresStore(where.target)
+    return SQLiteStore(where.target)

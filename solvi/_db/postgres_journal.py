@@ -28,7 +28,7 @@ from solvi._db.journal_base import (
     Unit,
     is_new_schema,
 )
-from solvi._store_plans import drive
+from solvi._db.store_plans import drive
 
 __all__ = ["PostgresJournal"]
 
@@ -213,7 +213,7 @@ class PostgresJournal(Journal):
 
     def same_database(self, store: object) -> bool:
         """Whether `store` is a PostgreSQL store on this journal's connection string."""
-        from solvi._postgres_store import PostgresStore
+        from solvi._db.postgres_store import PostgresStore
 
         return isinstance(store, PostgresStore) and store.dsn == self.dsn
 

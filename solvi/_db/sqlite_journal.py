@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from solvi._db.journal_base import SCHEMA, Journal, JournalError, Unit, drive_unit, is_new_schema
-from solvi._sqlite_store import SQLiteStore
-from solvi._store_plans import drive
+from solvi._db.sqlite_store import SQLiteStore
+from solvi._db.store_plans import drive
 
 __all__ = ["SQLiteJournal"]
 

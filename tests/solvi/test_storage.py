@@ -12,7 +12,7 @@ import pytest
 from stores import Backend
 
 from solvi import CostBook, Response, System
-from solvi._store_plans import SCHEMA_VERSION
+from solvi._db.store_plans import SCHEMA_VERSION
 from solvi.storage import (
     DuplicateRequestError,
     MissingRecordError,

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from solvi._store_plans import SQLITE, Plan, PlanStore, Row, T, drive, migrate_plan
+from solvi._db.store_plans import SQLITE, Plan, PlanStore, Row, T, drive, migrate_plan
 from solvi.errors import StoreError
 
 __all__ = ["SQLiteStore"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from solvi._store_plans import POSTGRES, Plan, PlanStore, Row, T, drive, migrate_plan
+from solvi._db.store_plans import POSTGRES, Plan, PlanStore, Row, T, drive, migrate_plan
 from solvi.errors import StoreError
 
 if TYPE_CHECKING:
