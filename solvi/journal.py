@@ -11,8 +11,6 @@ as code. `SQLiteJournal` suits one machine, `PostgresJournal` several.
 
 from __future__ import annotations
 
-from typing import Any
-
 from solvi._db.journal_base import (
     CANCELLED,
     CLOSE_REQUEST,
@@ -50,15 +48,27 @@ __all__ = [
 ]
 
 
-def open_journal(spec: Any) -> Journal:
-    """A journal from a path, ``sqlite:///path``, ``postgresql://...``, or a journal object.
+def open_journal(spec: object, store: object = None) -> Journal | None:
+    """A journal from a path, ``sqlite:///path``, ``postgresql://...``, a journal
+    object, or True (the journal in `store`'s own database); None for None or False.
 
     Raises:
         ValueError: the spec names no journal solvi can open.
         JournalError: the file is not a usable journal.
     """
+    if spec is None or spec is False:
+        return None
     if isinstance(spec, Journal):
         return spec
+    if spec is True:
+        where = getattr(store, "path", None) or getattr(store, "dsn", None)
+        if where is None:
+            msg = (
+                "journal=True keeps the journal in the store, but there is no SQLite or "
+                "PostgreSQL store; pass store=... as well, or a journal path"
+            )
+            raise ValueError(msg)
+        spec = str(where)
     where = locate(spec, "journal=")
     if where.kind == "postgresql":
         return PostgresJournal(where.target)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import random
 import threading
 import time
@@ -16,6 +15,7 @@ from time import perf_counter
 from typing import Any, Literal
 
 import anyio
+import attrs
 
 from solvi import recovery
 from solvi._run.async_ import run_async
@@ -32,22 +32,15 @@ from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Question, check_questions
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
+from solvi.settings import Settings, check_positive
 from solvi.storage import Store, open_store
-from solvi.strategy import CostStrategist, DeterministicStrategist, Prices, Strategist
+from solvi.strategy import Prices, Strategist
 
 __all__ = ["SAVE_LEARNING_EVERY", "System"]
 
 #: How often (in requests) a System with a store writes its cost book and order model.
 SAVE_LEARNING_EVERY = 100
 ORDER_BLOB = "order_model"
-
-
-def _check_positive(name: str, value: Any, *, integer: bool = False) -> None:
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-        expected = "a positive whole number" if integer else "a positive number"
-        msg = f"{name} must be {expected}, got {value!r}"
-        raise ValueError(msg)
 
 
 def _new_request_id() -> str:
@@ -126,10 +119,20 @@ class System:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
             raise TypeError(msg)
-        _check_positive("workers", workers, integer=True)
-        _check_positive("threads", threads, integer=True)
-        if timeout is not None:
-            _check_positive("timeout", timeout)
+        #: how this System plans and runs requests (frozen; see `solvi.settings`)
+        self.settings = Settings.of(
+            workers=workers,
+            timeout=timeout,
+            early_exit=early_exit,
+            strategist=strategist,
+            producers=producers,
+            threads=threads,
+            cost_policy=cost_policy,
+            costs=costs,
+            order=order,
+            learn=learn,
+            guards=guards,
+        )
         self.catalog = catalog
         self._parts = catalog.parts
         if questions is None:
@@ -138,39 +141,7 @@ class System:
             Question(q) if isinstance(q, str) else q for q in questions
         )
         check_questions(catalog, self.questions)
-        self.workers = workers
-        self.timeout = timeout
-        self.early_exit = early_exit
-        if producers is not None:
-            if strategist is not None:
-                msg = "pass either strategist= or producers=, not both"
-                raise ValueError(msg)
-            strategist = CostStrategist(producers)
-        self.strategist: Strategist = strategist or DeterministicStrategist()
-        if cost_policy not in ("declared", "measured"):
-            msg = f'cost_policy must be "declared" or "measured", got {cost_policy!r}'
-            raise ValueError(msg)
-        if cost_policy == "measured" and not getattr(self.strategist, "prunes", False):
-            msg = (
-                'cost_policy="measured" chooses among equivalent producers; add '
-                'producers="equivalent" (or a strategist that prunes producers)'
-            )
-            raise ValueError(msg)
-        if costs is not None and cost_policy != "measured":
-            msg = 'costs= only applies with cost_policy="measured"'
-            raise ValueError(msg)
-        if order not in ("default", "learned"):
-            msg = f'order must be "default" or "learned", got {order!r}'
-            raise ValueError(msg)
-        if guards not in ("declared", "found"):
-            msg = f'guards must be "declared" or "found", got {guards!r}'
-            raise ValueError(msg)
-        self.order = order
-        self.learn = learn or order == "learned"
-        self.guards = guards
         self.order_model = OrderModel()
-        self.cost_policy = cost_policy
-        self.costs = costs or MeasuredCosts()
         self.logger = logger
         if logger is not None:
             hooks = [*hooks, StructlogHook(logger)]
@@ -198,7 +169,6 @@ class System:
                 self.cost_book,
                 self.costs,
             )
-        self.threads = threads
         #: one thread limiter per event loop: a limiter belongs to the loop that made it
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
@@ -207,7 +177,7 @@ class System:
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self.store: Store | None = None if store is None else open_store(store)
-        self.journal: Journal | None = self._open_journal(journal)
+        self.journal: Journal | None = open_journal(journal, store=self.store)
         #: the store keeps its tables in the journal's database: a response is saved
         #: and its request closed in one transaction
         self._shared_db = self.journal is not None and self.journal.same_database(self.store)
@@ -217,19 +187,57 @@ class System:
             if saved is not None:
                 self.order_model = OrderModel.from_json(saved.decode())
 
-    def _open_journal(self, spec: Any) -> Journal | None:
-        if spec is None or spec is False:
-            return None
-        if spec is True:
-            where = getattr(self.store, "path", None) or getattr(self.store, "dsn", None)
-            if where is None:
-                msg = (
-                    "journal=True keeps the journal in the store, but this System has no "
-                    "SQLite or PostgreSQL store; pass store=... as well, or a journal path"
-                )
-                raise ValueError(msg)
-            spec = where if isinstance(where, str) else os.fspath(where)
-        return open_journal(spec)
+    # -- the settings, read-only ---------------------------------------------
+
+    @property
+    def workers(self) -> int:
+        """Threads for independent steps under `ask` (1: one after another)."""
+        return self.settings.workers
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds, for async and blocking parts without a `timeout=` of their own."""
+        return self.settings.timeout
+
+    @property
+    def early_exit(self) -> bool:
+        """Whether steps a failed hard check made unnecessary are skipped."""
+        return self.settings.early_exit
+
+    @property
+    def strategist(self) -> Strategist:
+        """The planner."""
+        return self.settings.strategist
+
+    @property
+    def threads(self) -> int:
+        """At most this many worker threads for `blocking=True` parts under `aask`."""
+        return self.settings.threads
+
+    @property
+    def cost_policy(self) -> str:
+        """``"declared"`` or ``"measured"``."""
+        return self.settings.cost_policy
+
+    @property
+    def costs(self) -> MeasuredCosts:
+        """The settings of the measured cost policy."""
+        return self.settings.costs
+
+    @property
+    def order(self) -> str:
+        """``"default"`` or ``"learned"``."""
+        return self.settings.order
+
+    @property
+    def learn(self) -> bool:
+        """Whether the order model learns from every request."""
+        return self.settings.learn
+
+    @property
+    def guards(self) -> str:
+        """``"declared"`` or ``"found"``."""
+        return self.settings.guards
 
     def __repr__(self) -> str:
         names = ", ".join(q.name for q in self.questions)
@@ -333,8 +341,7 @@ class System:
             run_sequential_subset(run, tuple(sorted(wanted)))
             self._observe(model, run)
         self.order_model = model
-        self.order = "learned"
-        self.learn = True
+        self.settings = attrs.evolve(self.settings, order="learned", learn=True)
         return model
 
     def _observe(self, model: OrderModel, run: Run) -> None:
@@ -467,7 +474,7 @@ class System:
                 run, policy, self._node_cost, by_declaration=self._by_declaration(policy)
             )
         else:
-            _check_positive("workers", n, integer=True)
+            check_positive("workers", n, integer=True)
             run_threaded(
                 run,
                 self._pool(n),

@@ -1,0 +1,106 @@
+"""A System's configuration: one frozen value, checked once when the System is built.
+
+The System keeps its run-time state (the flow cache, the cost book, the order
+model, the stats) beside it; what it was configured with never changes under a
+running request. `System.learn_order` replaces the settings with a new value
+rather than editing them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from solvi.costs import MeasuredCosts
+from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
+
+__all__ = ["Settings", "check_positive"]
+
+
+def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
+    """Raise ValueError naming `name` unless `value` is a positive number (whole with `integer`)."""
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+        expected = "a positive whole number" if integer else "a positive number"
+        msg = f"{name} must be {expected}, got {value!r}"
+        raise ValueError(msg)
+
+
+def _one_of(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        listed = " or ".join(f'"{c}"' for c in choices)
+        msg = f"{name} must be {listed}, got {value!r}"
+        raise ValueError(msg)
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """How a System plans and runs requests (see `System` for each option)."""
+
+    workers: int = 1
+    timeout: float | None = None
+    early_exit: bool = True
+    strategist: Strategist = attrs.field(factory=DeterministicStrategist)
+    threads: int = 16
+    cost_policy: Literal["declared", "measured"] = "declared"
+    costs: MeasuredCosts = attrs.field(factory=MeasuredCosts)
+    order: Literal["default", "learned"] = "default"
+    learn: bool = False
+    guards: Literal["declared", "found"] = "declared"
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        workers: int,
+        timeout: float | None,
+        early_exit: bool,
+        strategist: Strategist | None,
+        producers: Literal["all", "equivalent"] | None,
+        threads: int,
+        cost_policy: Literal["declared", "measured"],
+        costs: MeasuredCosts | None,
+        order: Literal["default", "learned"],
+        learn: bool,
+        guards: Literal["declared", "found"],
+    ) -> Settings:
+        """Check the System's options and make its settings.
+
+        Raises:
+            ValueError: an option has a wrong value, or two options do not go together.
+        """
+        check_positive("workers", workers, integer=True)
+        check_positive("threads", threads, integer=True)
+        if timeout is not None:
+            check_positive("timeout", timeout)
+        if producers is not None:
+            if strategist is not None:
+                msg = "pass either strategist= or producers=, not both"
+                raise ValueError(msg)
+            strategist = CostStrategist(producers)
+        strategist = strategist or DeterministicStrategist()
+        _one_of("cost_policy", cost_policy, ("declared", "measured"))
+        if cost_policy == "measured" and not getattr(strategist, "prunes", False):
+            msg = (
+                'cost_policy="measured" chooses among equivalent producers; add '
+                'producers="equivalent" (or a strategist that prunes producers)'
+            )
+            raise ValueError(msg)
+        if costs is not None and cost_policy != "measured":
+            msg = 'costs= only applies with cost_policy="measured"'
+            raise ValueError(msg)
+        _one_of("order", order, ("default", "learned"))
+        _one_of("guards", guards, ("declared", "found"))
+        return cls(
+            workers=workers,
+            timeout=timeout,
+            early_exit=early_exit,
+            strategist=strategist,
+            threads=threads,
+            cost_policy=cost_policy,
+            costs=costs or MeasuredCosts(),
+            order=order,
+            learn=learn or order == "learned",
+            guards=guards,
+        )
