@@ -338,13 +338,6 @@ class Response:
         however the request ran (threads, order of completion, process)."""
         return record_hash(self._body)
 
-    @property
-    def _known_hash(self) -> str | None:
-        """`hash` if something has worked it out already (keeping the record does),
-        else None: for writers that record it only when it costs nothing more."""
-        known: str | None = self.__dict__.get("hash")
-        return known
-
     @cached_property
     def decision_hash(self) -> str:
         """sha256 of the catalog version, the input and the answers only.

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from typing import Any
@@ -120,7 +119,6 @@ class PostgresJournal(Journal):
         self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
         #: the writer thread's own connection
         self._writer_conn: Any = None
-        self._closed = threading.Event()
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
         )
