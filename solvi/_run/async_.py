@@ -9,13 +9,24 @@ sync parts with a `timeout=`) run in worker threads under a CapacityLimiter.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from time import perf_counter
 from typing import Any
 
 import anyio
 
-from solvi._run.scheduler import Cause, Drive, Run, drives, journal_refused, readiness, release
+from solvi._run.scheduler import (
+    START,
+    Cause,
+    Drive,
+    Run,
+    attempts,
+    drives,
+    journal_refused,
+    readiness,
+    release,
+)
 from solvi._run.steps import Node, PartTimeout, cause_of, effective_timeout, fast_call
 from solvi.costs import CostBook
 
@@ -88,38 +99,35 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
     if run.fast_async(node):
         await _fast_step(run, node)
         return
-    vals = run.vals
-    for tried in run.producers_to_try(node):
-        part = node.parts[tried]
-        start = perf_counter()
-        if run.journal is not None:
-            refused = await _astarting(run, node, tried)
-            if refused is not None:
-                if run.called(node, tried, start, perf_counter(), None, refused):
-                    return
-                continue
-        args = tuple(vals[i] for i in part.inputs)
-        if run.hooks is not None:
-            run.step_started(node, tried, start)
-        try:
-            if _inline_sync(part):
-                value = part.func(*args)
+    plan = attempts(run, node)
+    try:
+        action, arg = next(plan)
+        while True:
+            if action == START:
+                reply: Any = await _astarting(run, node, arg)
             else:
-                value = await _call(part, args, effective_timeout(part, run.timeout), limiter)
-        except anyio.get_cancelled_exc_class():
-            if run.hooks is not None:
-                run.step_ended(node, tried, start, perf_counter(), "cancelled", "cancelled")
-            raise
-        except Exception as exc:
-            cause = cause_of(exc, part.name, node.fact)
-            done = run.called(node, tried, start, perf_counter(), None, cause)
-        else:
-            done = run.called(node, tried, start, perf_counter(), value, None)
-        # A settled entry waits with the request's writer: the next call that starts
-        # commits it together with its own started entry, so it is durable before
-        # any step that reads it begins (and the close commits what is left).
-        if done:
-            return
+                reply = await _outcome(run, node, limiter, *arg)
+            action, arg = plan.send(reply)
+    except StopIteration:
+        return
+
+
+async def _outcome(
+    run: Run, node: Node, limiter: Any, part: Any, args: tuple[Any, ...], start: float
+) -> tuple[Any, Cause | None]:
+    """Call one producer on the loop (inline, awaited, or in a thread): its value, or
+    the Cause of its failure. A cancelled call is told to the hooks, then goes on."""
+    try:
+        if _inline_sync(part):
+            return part.func(*args), None
+        return await _call(part, args, effective_timeout(part, run.timeout), limiter), None
+    except anyio.get_cancelled_exc_class():
+        if run.hooks is not None:
+            tried = node.parts.index(part)
+            run.step_ended(node, tried, start, perf_counter(), "cancelled", "cancelled")
+        raise
+    except Exception as exc:
+        return None, cause_of(exc, part.name, node.fact)
 
 
 def _is_slow(node: Node, costs: CostBook) -> bool:
@@ -159,8 +167,13 @@ class _Driver:
         self.unstarted = 0
         self.remaining = 0
         self.running = 0
-        #: one event per parked worker, set to wake it
-        self.parked: list[anyio.Event] = []
+        #: one waker per parked worker (an asyncio future, or an anyio Event elsewhere)
+        self.parked: list[Any] = []
+        #: the asyncio loop (futures are cheaper to park on than events), else None
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
         #: workers woken but not yet running again
         self.waking = 0
         #: set when the current drive's last node is done (while the host waits)
@@ -236,10 +249,27 @@ class _Driver:
     def _wake(self, count: int) -> None:
         parked = self.parked
         for _ in range(count):
-            parked.pop().set()
+            waker = parked.pop()
+            if self.loop is None:
+                waker.set()
+            elif not waker.done():
+                waker.set_result(None)
+            else:
+                continue  # its worker was cancelled while parked
             self.waking += 1
 
     async def _park(self) -> None:
+        if self.loop is not None:
+            future = self.loop.create_future()
+            self.parked.append(future)
+            try:
+                await future
+            finally:
+                if future.done() and not future.cancelled():
+                    self.waking -= 1
+                elif future in self.parked:
+                    self.parked.remove(future)
+            return
         event = anyio.Event()
         self.parked.append(event)
         try:
@@ -247,7 +277,7 @@ class _Driver:
         finally:
             if event.is_set():
                 self.waking -= 1
-            else:  # cancelled while parked
+            else:
                 self.parked.remove(event)
 
     async def drive(self, drive: Drive) -> None:

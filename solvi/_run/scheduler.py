@@ -9,7 +9,7 @@ which is why records cannot drift between the drivers.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from time import perf_counter
 from typing import Any, Final
 
@@ -19,10 +19,13 @@ from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
 from solvi.hooks import HookTable, StepEvent
 
 __all__ = [
+    "CALL",
+    "START",
     "Cause",
     "Drive",
     "OrderLine",
     "Run",
+    "attempts",
     "drives",
     "journal_refused",
     "learned_batches",
@@ -389,6 +392,35 @@ class Run:
         for node in self.program.nodes:
             if node.phase == 1 and not node.qmask & self.open_mask:
                 self.discard(node)
+
+
+#: What `attempts` asks its driver to do: journal a call's start (the driver answers
+#: None, or the Cause that kept it from being written), or call a part (the driver
+#: answers the value, or the Cause of its failure).
+START, CALL = 0, 1
+Request = tuple[int, Any]
+
+
+def attempts(run: Run, node: Node) -> Generator[Request, Any, None]:
+    """Try a node's producers in order until one succeeds: the one place the order of
+    a call's journaled start, its hooks, the call and its outcome is written. The
+    drivers only carry out what it yields (sync drivers directly, `aask` awaiting)."""
+    vals = run.vals
+    for tried in run.producers_to_try(node):
+        part = node.parts[tried]
+        start = perf_counter()
+        if run.journal is not None:
+            refused = yield START, tried
+            if refused is not None:
+                if run.called(node, tried, start, perf_counter(), None, refused):
+                    return
+                continue
+        args = tuple(vals[i] for i in part.inputs)
+        if run.hooks is not None:
+            run.step_started(node, tried, start)
+        value, cause = yield CALL, (part, args, start)
+        if run.called(node, tried, start, perf_counter(), value, cause):
+            return
 
 
 @attrs.frozen

@@ -7,36 +7,38 @@ from concurrent.futures import Executor
 from time import perf_counter
 from typing import Any
 
-from solvi._run.scheduler import PENDING, Drive, Run, drives, readiness, release
+from solvi._run.scheduler import (
+    PENDING,
+    START,
+    Drive,
+    Run,
+    attempts,
+    drives,
+    readiness,
+    release,
+)
 from solvi._run.steps import Node, call_sync, cause_of, effective_timeout, fast_call
 
 __all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"]
 
 
 def run_node(run: Run, node: Node) -> None:
-    """Compute one node: try its producers in order until one succeeds."""
-    vals = run.vals
-    for tried in run.producers_to_try(node):
-        part = node.parts[tried]
-        start = perf_counter()
-        if run.journal is not None:
-            refused = run.starting(node, tried)
-            if refused is not None:
-                if run.called(node, tried, start, perf_counter(), None, refused):
-                    return
-                continue
-        args = tuple(vals[i] for i in part.inputs)
-        if run.hooks is not None:
-            run.step_started(node, tried, start)
-        try:
-            value = call_sync(part, args, effective_timeout(part, run.timeout))
-        except Exception as exc:
-            cause = cause_of(exc, part.name, node.fact)
-            if run.called(node, tried, start, perf_counter(), None, cause):
-                return
-        else:
-            if run.called(node, tried, start, perf_counter(), value, None):
-                return
+    """Compute one node: carry out its `attempts`, each call in this thread."""
+    plan = attempts(run, node)
+    try:
+        action, arg = next(plan)
+        while True:
+            if action == START:
+                reply: Any = run.starting(node, arg)
+            else:
+                part, args, _ = arg
+                try:
+                    reply = call_sync(part, args, effective_timeout(part, run.timeout)), None
+                except Exception as exc:
+                    reply = None, cause_of(exc, part.name, node.fact)
+            action, arg = plan.send(reply)
+    except StopIteration:
+        return
 
 
 def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -> None:
