@@ -7,7 +7,14 @@ from solvi.batch import Failed, aask_many, ask_many
 from solvi.catalog import Catalog, Part
 from solvi.compose import Cascade, Composite, Route, Vote
 from solvi.costs import CostBook, MeasuredCosts, PartCost
-from solvi.errors import CatalogError, PlanError, RecordError, RouteError, SolviError
+from solvi.errors import (
+    CatalogError,
+    PlanError,
+    RecordError,
+    RequestError,
+    RouteError,
+    SolviError,
+)
 from solvi.flow import Flow
 from solvi.hooks import Hook, RequestEvent, StepEvent, StructlogHook
 from solvi.journal import PostgresJournal, SQLiteJournal
@@ -47,6 +54,7 @@ __all__ = [
     "RecordError",
     "Recovery",
     "ReplayResult",
+    "RequestError",
     "RequestEvent",
     "Response",
     "ResumeRefused",

@@ -106,6 +106,27 @@ class Catalog:
             digest.update(line.encode())
         return digest.hexdigest()[:16]
 
+    def guarded_facts(self) -> dict[str, str]:
+        """Each fact a request must not set, with the first hard check it would bypass:
+        the hard checks themselves, and every computed fact one of them reads, however
+        far back (a request that brings it skips the part a hard check relies on)."""
+        producers: dict[str, list[Part]] = {}
+        for p in self._parts:
+            if p.kind != "extract":
+                producers.setdefault(p.provides, []).append(p)
+        guarded: dict[str, str] = {}
+        for check in self._parts:
+            if not check.is_hard_check:
+                continue
+            todo = [check.provides]
+            while todo:
+                fact = todo.pop()
+                if fact in guarded or fact not in producers:
+                    continue  # seen, or a request key: nothing computes it
+                guarded[fact] = check.name
+                todo.extend(i for p in producers[fact] for i in p.inputs)
+        return guarded
+
     # -- decorators -------------------------------------------------------
 
     @overload

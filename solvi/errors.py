@@ -12,6 +12,7 @@ __all__ = [
     "MissingRecordError",
     "PlanError",
     "RecordError",
+    "RequestError",
     "RouteError",
     "SolviError",
     "StoreError",
@@ -36,6 +37,14 @@ class PlanError(SolviError, LookupError):
     def __init__(self, message: str, *, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
+
+
+class RequestError(SolviError, ValueError):
+    """A request sets what it may not: a hard check, or a fact one relies on."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class RecordError(SolviError, TypeError):

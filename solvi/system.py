@@ -27,6 +27,7 @@ from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import SolviError
 from solvi.flow import Flow
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
+from solvi.inputs import RequestGuard
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Question, check_questions
@@ -115,6 +116,7 @@ class System:
         guards: Literal["declared", "found"] = "declared",
         journal: Any = None,
         store: Any = None,
+        overrides: Iterable[str] = (),
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -141,6 +143,8 @@ class System:
             Question(q) if isinstance(q, str) else q for q in questions
         )
         check_questions(catalog, self.questions)
+        #: what a request may not set (hard checks, and the facts they read)
+        self.guard = RequestGuard.of(catalog, overrides)
         self.order_model = OrderModel()
         self.logger = logger
         if logger is not None:
@@ -260,6 +264,7 @@ class System:
         program = self._programs.get(cache_key)
         if program is None:
             keys = cache_key if isinstance(cache_key, frozenset) else cache_key[0]
+            self.guard.check(keys)
             program = compile_flow(self.strategist.plan(self._parts, self.questions, keys, prices))
             self._programs[cache_key] = program
         return program

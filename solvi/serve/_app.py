@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from solvi.errors import RecordError
+from solvi.errors import RecordError, RequestError
 from solvi.flow import Flow
 from solvi.record import to_record_value
 from solvi.response import Response as Answered
@@ -67,6 +67,11 @@ def _json_response(
 
     body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def _not_an_input(exc: RequestError) -> ClientError:
+    """A request key the System refuses (a hard check, or a fact one reads)."""
+    return ClientError(422, "not_an_input", str(exc), key=exc.key)
 
 
 def _refuse(err: ClientError) -> Response:
@@ -134,6 +139,13 @@ class _Server:
         self.metrics.in_flight += 1
         try:
             res = await self._answer(request, state, options)
+        except RequestError as exc:
+            return _refuse(_not_an_input(exc))
+        except ExceptionGroup as group:  # raised in the task group that watches the client
+            refused = group.subgroup(RequestError)
+            if refused is None:
+                raise
+            return _refuse(_not_an_input(refused.exceptions[0]))  # type: ignore[arg-type]
         finally:
             self.metrics.in_flight -= 1
         if res is None:
@@ -195,7 +207,11 @@ class _Server:
         except ClientError as err:
             return _refuse(err)
         keys = {k.strip() for text in given for k in text.split(",") if k.strip()}
-        return _json_response(_flow_json(self.system, self.system.plan(keys)))
+        try:
+            flow = self.system.plan(keys)
+        except RequestError as exc:
+            return _refuse(_not_an_input(exc))
+        return _json_response(_flow_json(self.system, flow))
 
     async def healthz(self, request: Request) -> Response:
         """GET /healthz: up, and for which catalog."""

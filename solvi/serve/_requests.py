@@ -42,6 +42,7 @@ ERROR_CODES = (
     "not_an_object",
     "too_deep",
     "unrecordable_value",
+    "not_an_input",
     "unsupported_media_type",
     "body_too_large",
     "unknown_question",

@@ -1,0 +1,64 @@
+"""What a request may set: the catalog's inputs, and the facts no request may bring.
+
+A request's keys are the facts it brings. Bringing a hard check, or a computed fact
+a hard check reads (however far back), would skip the part the check relies on, so
+such a key is refused unless the System names it in `overrides=`. The check runs
+once per key set, when its flow is planned; a cached flow's keys have passed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from solvi.catalog import Catalog
+from solvi.errors import RequestError, _closest
+
+__all__ = ["RequestGuard"]
+
+
+@attrs.frozen
+class RequestGuard:
+    """The facts a request may not set, each with the hard check it would bypass."""
+
+    guarded: Mapping[str, str]
+    overrides: frozenset[str]
+
+    @classmethod
+    def of(cls, catalog: Catalog, overrides: Iterable[str] = ()) -> RequestGuard:
+        """The guard of `catalog`, allowing `overrides`.
+
+        Raises:
+            ValueError: an override names nothing a hard check relies on.
+        """
+        guarded = catalog.guarded_facts()
+        allowed = frozenset(overrides)
+        unknown = sorted(allowed - guarded.keys())
+        if unknown:
+            msg = (
+                f"overrides= names {', '.join(map(repr, unknown))}, which no hard check "
+                f"relies on{_closest(unknown[0], guarded)}; list only hard checks and the "
+                f"facts they read"
+            )
+            raise ValueError(msg)
+        return cls(guarded, allowed)
+
+    def check(self, keys: Iterable[str]) -> None:
+        """Raise for the first key (by name) that would set a guarded fact.
+
+        Raises:
+            RequestError: naming the key, the check it would bypass and the fix.
+        """
+        bad = sorted(set(keys) & self.guarded.keys() - self.overrides)
+        if not bad:
+            return
+        key = bad[0]
+        check = self.guarded[key]
+        what = f"the hard check {check!r}" if key == check else f"a fact hard check {check!r} reads"
+        msg = (
+            f"request key {key!r} sets {what}, which would bypass that check; leave it out "
+            f"of the request (solvi computes it), or allow it with "
+            f"System(..., overrides=[{key!r}]) where the caller is trusted to set it"
+        )
+        raise RequestError(msg, key=key)
