@@ -244,18 +244,29 @@ class Statechart:
         ids = {name: f"s{i}" for i, name in enumerate(self.states())}
         lines = ["graph LR"]
         for st in self.state_list:
-            extra = f", action {st.action}" if st.action else ""
+            extra = f", action {_label(st.action)}" if st.action else ""
             owner = ", environment" if st.environment else ""
             lines.append(
-                f'    {ids[st.name]}["{st.name}<br/>priority {st.priority}, '
+                f'    {ids[st.name]}["{_label(st.name)}<br/>priority {st.priority}, '
                 f'payoff {st.payoff:g}{extra}{owner}"]'
             )
         for move in self.transitions:
             reward = float(move.payoff + self.payoff_of(move.target))
             lines.append(
-                f'    {ids[move.source]} -- "{move.event} / {reward!r}" --> {ids[move.target]}'
+                f'    {ids[move.source]} -- "{_label(move.event)} / {reward!r}" --> '
+                f"{ids[move.target]}"
             )
         return "\n".join(lines)
+
+
+#: characters a Mermaid label must not hold as they are, and their entity codes
+_MERMAID = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "\n": " "}
+
+
+def _label(text: str) -> str:
+    """`text` as it may stand inside a quoted Mermaid label: no name can end the label
+    early and add nodes or edges of its own."""
+    return "".join(_MERMAID.get(c, c) for c in text)
 
 
 def _check_payoff(chart: str, what: str, payoff: object) -> None:

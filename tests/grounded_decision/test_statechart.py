@@ -162,3 +162,19 @@ def test_game_graph_rejects_mismatched_lengths() -> None:
     """Names, edges, priorities and owners must have one entry per vertex."""
     with pytest.raises(GameGraphError, match="give one of each per vertex"):
         GameGraph(names=("a",), start=0, edges=(((0, "e", 0.0),),), priority=(0, 1), owner=(0,))
+
+
+def test_to_mermaid_escapes_names_that_would_add_nodes() -> None:
+    """A state, action or event name holding quotes or brackets stays inside its label."""
+    evil = 'a"]-->evil["b'
+    chart = (
+        Statechart("hostile")
+        .state(evil, initial=True, action='x"<b>')
+        .state("done")
+        .on(evil, 'go"]-->x["', "done")
+    )
+    text = chart.to_mermaid()
+    assert '"]-->' not in text
+    assert "a#quot;]--#gt;evil[#quot;b" in text
+    lines = text.splitlines()
+    assert len(lines) == 4  # the header, two states, one arrow: nothing added
