@@ -91,9 +91,9 @@ class RouteError(SolviError, LookupError):
         self.known = known
 
 
-def _closest(name: str, known: Iterable[str]) -> str:
+def _closest(name: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
     """Say which known names look like `name`, for an error message."""
-    matches = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    matches = difflib.get_close_matches(name, list(known), n=3, cutoff=cutoff)
     if not matches:
         return ""
     return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from solvi.catalog import Part
+from solvi.errors import _closest
 from solvi.flow import Flow, FlowNode, QuestionPlan
 from solvi.question import Question
 
@@ -355,7 +356,7 @@ class _Planner:
                 for i in p.inputs:
                     if i not in computable and i not in missing:
                         missing.append(i)
-            why[f] = _Why("inputs", "inputs missing: " + ", ".join(missing))
+            why[f] = _Why("inputs", _missing(missing, keys, producers))
         return why
 
     def _skip_reason(
@@ -374,7 +375,7 @@ class _Planner:
             return why[fact].text
         missing = [i for i in part.inputs if i not in computable]
         if missing:
-            return "inputs missing: " + ", ".join(missing)
+            return _missing(missing, keys, producers)
         if fact not in computable:
             return why[fact].text
         return "not needed"
@@ -400,7 +401,7 @@ class _Planner:
 
         def reason_for(fact: str) -> _Why:
             if fact not in why:
-                return _Why("inputs", f"inputs missing: {fact}")
+                return _Why("inputs", _missing([fact], keys, producers))
             if fact in answer_facts and rule is not None:
                 return why[fact]
             return _Why(why[fact].guard, f"cannot compute {fact}: {why[fact].text}")
@@ -582,3 +583,13 @@ class CostStrategist(_Planner):
             return (not price.preferred, price.cost_ms, p.index)
 
         return (min(runnable, key=rank),)
+
+
+def _missing(
+    names: Sequence[str], keys: frozenset[str], producers: Mapping[str, list[Part]]
+) -> str:
+    """``inputs missing: a, b``, with the closest request key for a name no part
+    produces (a typo of a key the request has: ``incom (did you mean 'income'?)``)."""
+    # A stricter match than for names in code: a request's keys are few and unrelated.
+    shown = [n if n in producers else n + _closest(n, keys, cutoff=0.8) for n in names]
+    return "inputs missing: " + ", ".join(shown)

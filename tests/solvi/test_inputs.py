@@ -148,3 +148,17 @@ def test_solvi_serve_refuses_a_guarded_key_with_422() -> None:
             assert f"request key {key!r}" in body["error"]["message"]
 
     anyio.run(main)
+
+
+def test_a_missing_input_names_the_closest_request_key() -> None:
+    """A typo in a parameter becomes a missing input whose reason names the key meant."""
+    cat = Catalog("loans")
+
+    @cat.rule
+    def approve(incom: int) -> bool:
+        return incom > 10
+
+    res = System(cat).ask({"income": 20})
+    hint = "inputs missing: incom (did you mean 'income'?)"
+    assert (res["approve"].status, res["approve"].reason) == ("abstained", hint)
+    assert dict(res.flow.skipped) == {"approve": hint}
