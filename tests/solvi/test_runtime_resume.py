@@ -54,7 +54,7 @@ def _tables(out: str) -> dict[str, str]:
 def test_crash_resume_quick_run_has_no_failing_verdict() -> None:
     """On every backend, every scenario reaches its premise and no row is VIOLATED,
     LOST-SILENT or GHOST-RUNNING."""
-    done = _run(CRASH, timeout=240)
+    done = _run(CRASH, timeout=110)
     out = done.stdout
     tables = _tables(out)
     assert tuple(tables) == BACKENDS, out + done.stderr
