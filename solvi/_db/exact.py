@@ -26,10 +26,7 @@ import math
 import uuid
 from typing import Any
 
-__all__ = ["NO_EXACT_FORM", "ExactFormError", "decode", "encode"]
-
-#: what `encode` returns for a value with no exact form
-NO_EXACT_FORM = None
+__all__ = ["ExactFormError", "decode", "encode"]
 
 
 class ExactFormError(ValueError):
@@ -37,7 +34,7 @@ class ExactFormError(ValueError):
 
 
 class _NoForm(Exception):
-    pass
+    """Raised inside `_enc` for a value that has no exact form."""
 
 
 def _enc(value: Any) -> Any:
@@ -85,7 +82,7 @@ def encode(value: Any) -> str | None:
     try:
         return json.dumps(_enc(value), separators=(",", ":"), allow_nan=False)
     except (_NoForm, RecursionError):
-        return NO_EXACT_FORM
+        return None
 
 
 def decode(text: str) -> Any:

@@ -25,6 +25,7 @@ from solvi._db.journal_base import (
     Journal,
     JournalError,
     Unit,
+    drive_unit,
     is_new_schema,
 )
 from solvi._db.store_plans import drive
@@ -156,17 +157,16 @@ class PostgresJournal(Journal):
                 conn.execute(*single)  # one statement is one transaction, in one round trip
                 return
 
+        def execute(sql: str, params: tuple[Any, ...]) -> None:
+            conn.execute(self._sql(sql), params)
+
         def store_execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description is not None else []
 
         with conn.transaction():
             for unit in units:
-                for item in unit:
-                    if type(item) is tuple:
-                        conn.execute(self._sql(item[0]), item[1])
-                    else:
-                        drive(store_execute, item())
+                drive_unit(unit, execute, lambda plan: drive(store_execute, plan))
 
     def _writer_exit(self) -> None:
         conn, self._writer_conn = self._writer_conn, None

@@ -16,6 +16,7 @@ every unit submitted before it is committed or failed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
@@ -98,13 +99,11 @@ def _call_soon(loop_key: Any, calls: list[Callable[[], None]]) -> None:
         for call in calls:
             call()
 
-    try:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits there any more
         if isinstance(loop_key, asyncio.AbstractEventLoop):
             loop_key.call_soon_threadsafe(run_all)
         else:
             loop_key.run_sync_soon(run_all)
-    except RuntimeError:
-        pass  # the loop has closed: nobody is left waiting there
 
 
 class Writer(Generic[U]):

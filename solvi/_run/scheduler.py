@@ -16,7 +16,7 @@ from typing import Any, Final
 import attrs
 
 from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
-from solvi.hooks import HookTable, StepEvent
+from solvi.hooks import HookTable, Outcome, StepEvent
 
 __all__ = [
     "CALL",
@@ -179,7 +179,13 @@ class Run:
         self.hooks.emit("step_started", event)
 
     def step_ended(
-        self, node: Node, tried: int, start: float, end: float, outcome: str, message: str | None
+        self,
+        node: Node,
+        tried: int,
+        start: float,
+        end: float,
+        outcome: Outcome,
+        message: str | None,
     ) -> None:
         """Tell the hooks a call ended (call only when `hooks` is set)."""
         assert self.hooks is not None
@@ -190,7 +196,7 @@ class Run:
             part,
             node.fact,
             start,
-            outcome,  # type: ignore[arg-type]  # one of the outcomes a Cause names
+            outcome,
             end - start,
             message,
         )
@@ -275,7 +281,7 @@ class Run:
             if cause is None:
                 self.step_ended(node, tried, start, end, "ok", None)
             else:
-                self.step_ended(node, tried, start, end, cause.kind, cause.message)
+                self.step_ended(node, tried, start, end, cause.kind, cause.message)  # type: ignore[arg-type]  # a Cause's kind is an outcome
         if cause is None:
             self.attempts.append((node.index, part.name, node.fact, start, end, "ok", None))
             self.succeed(node, value, tried)
