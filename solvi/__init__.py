@@ -19,7 +19,7 @@ from solvi.flow import Flow
 from solvi.hooks import Hook, RequestEvent, StepEvent, StructlogHook
 from solvi.journal import PostgresJournal, SQLiteJournal
 from solvi.order import FastHead, OrderModel
-from solvi.question import UNSET, Question
+from solvi.question import UNSET, Fail, Question
 from solvi.recovery import Recovery, ResumeRefused
 from solvi.replay import ReplayResult, replay
 from solvi.response import Answer, Response, Safeguard, Step, Trace
@@ -39,6 +39,7 @@ __all__ = [
     "CostBook",
     "CostStrategist",
     "DeterministicStrategist",
+    "Fail",
     "Failed",
     "FastHead",
     "Flow",

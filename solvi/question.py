@@ -12,7 +12,7 @@ from solvi.errors import PlanError, _closest
 if TYPE_CHECKING:
     from solvi.catalog import Catalog
 
-__all__ = ["UNSET", "Question", "check_questions"]
+__all__ = ["UNSET", "Fail", "Question", "check_questions"]
 
 
 class _Unset:
@@ -33,6 +33,27 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
+
+
+def _reason(_instance: object, _attribute: object, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        msg = f"Fail(reason) takes a non-empty string saying why the check failed, got {value!r}"
+        raise TypeError(msg)
+
+
+@attrs.frozen
+class Fail:
+    """What a check returns to fail with a reason of its own.
+
+    A check that returns ``Fail("evidence is 40 days old")`` fails like one that
+    returns False, and the answers it settles say why: ``hard check fresh failed:
+    evidence is 40 days old``. The check's value in the record is still False.
+    """
+
+    reason: str = attrs.field(validator=_reason)
+
+    def __bool__(self) -> bool:
+        return False
 
 
 def _names(value: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -151,12 +151,14 @@ class Response:
             check_node, how = run.settled[q]
             check = nodes[check_node].parts[0].name
             if how == "failed":
+                said = run.check_reasons.get(nodes[check_node].fact)
+                failed = f"hard check {check} failed" + ("" if said is None else f": {said}")
                 if slot.has_forced:
-                    return Answer("forced", slot.forced, f"hard check {check} failed", check, facts)
+                    return Answer("forced", slot.forced, failed, check, facts)
                 return Answer(
                     "abstained",
                     None,
-                    f"hard check {check} failed and the question has no forced value",
+                    f"{failed}; the question has no forced value",
                     check,
                     facts,
                 )

@@ -17,6 +17,7 @@ import attrs
 
 from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
 from solvi.hooks import HookTable, Outcome, StepEvent
+from solvi.question import Fail
 
 __all__ = [
     "CALL",
@@ -83,6 +84,7 @@ class Run:
         "attempts",
         "bare",
         "causes",
+        "check_reasons",
         "early_exit",
         "evaluated",
         "failures",
@@ -129,6 +131,8 @@ class Run:
         #: attempts that timed out or raised (so counting them is skipped when 0)
         self.failures = 0
         self.skip_reasons: dict[str, str] = {}
+        #: check fact -> the reason its `Fail` gave
+        self.check_reasons: dict[str, str] = {}
         self.early_exit = early_exit
         self.timeout = timeout
         self.started = started
@@ -217,7 +221,7 @@ class Run:
         self.attempts.append(
             (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
         )
-        self.vals[node.fact] = bool(value) if node.is_check else value
+        self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
 
     def fast_failed(self, node: Node, start: float, exc: Exception) -> None:
@@ -298,6 +302,7 @@ class Run:
     def discard(self, node: Node) -> None:
         """Forget a node that ran speculatively but turned out unnecessary."""
         self.vals.pop(node.fact, None)
+        self.check_reasons.pop(node.fact, None)
         self.causes.pop(node.index, None)
         self.attempts = [a for a in self.attempts if a[A_NODE] != node.index]
         self.skip_unneeded(node)
@@ -306,12 +311,19 @@ class Run:
 
     def succeed(self, node: Node, value: Any, tried: int) -> None:
         """Store a node's value; the producers after the `tried`-th are not needed."""
-        self.vals[node.fact] = bool(value) if node.is_check else value
+        self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
         if tried + 1 < len(node.parts):
             winner = node.parts[tried].name
             for p in node.parts[tried + 1 :]:
                 self.skip_reasons[p.name] = f"not needed: {node.fact} came from {winner}"
+
+    def check_value(self, fact: str, value: Any) -> bool:
+        """A check's value as a bool, keeping the reason a `Fail` gives."""
+        if type(value) is Fail:
+            self.check_reasons[fact] = value.reason
+            return False
+        return bool(value)
 
     def fail(self, node: Node, cause: Cause) -> None:
         """Mark a node's fact missing: every producer failed, or an input was missing."""

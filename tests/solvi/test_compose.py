@@ -168,8 +168,8 @@ def test_cascade_abstains_with_every_reason_when_all_abstain() -> None:
     assert answer.status == "abstained"
     assert answer.guard == "covered"
     assert answer.reason == (
-        "primary: hard check covered failed and the question has no forced value; "
-        "fallback: hard check covered failed and the question has no forced value"
+        "primary: hard check covered failed; the question has no forced value; "
+        "fallback: hard check covered failed; the question has no forced value"
     )
 
 
