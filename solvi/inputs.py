@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from solvi.catalog import Catalog
-from solvi.errors import RequestError, _closest
+from solvi.errors import RecordError, RequestError, _closest
+from solvi.record import to_record_value
 
-__all__ = ["RequestGuard"]
+__all__ = ["RequestGuard", "check_request_value"]
 
 
 @attrs.frozen
@@ -62,3 +63,15 @@ class RequestGuard:
             f"System(..., overrides=[{key!r}]) where the caller is trusted to set it"
         )
         raise RequestError(msg, key=key)
+
+
+def check_request_value(key: str, value: object) -> None:
+    """Refuse a request value that its record could not hold, before anything runs.
+
+    Raises:
+        RecordError: naming the key and the path inside the value.
+    """
+    try:
+        to_record_value(value, f"request key {key!r}")
+    except RecordError as exc:
+        raise RecordError(str(exc), fact=key) from None

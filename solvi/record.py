@@ -11,13 +11,26 @@ import json
 import math
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from solvi.errors import RecordError
 
-__all__ = ["canonical_json", "record_hash", "to_record_value"]
+__all__ = [
+    "NO_JSON_FORM",
+    "PLAIN_TYPES",
+    "canonical_json",
+    "json_problem",
+    "record_hash",
+    "to_record_value",
+]
+
+#: how the message of a step whose value has no JSON form begins
+NO_JSON_FORM: Final = "returned a value with no JSON form: "
+
+#: types whose values a record holds as they are (no conversion to check)
+PLAIN_TYPES: Final = frozenset({int, float, str, bool, type(None)})
 
 
 def _float(value: float) -> Any:
@@ -85,6 +98,19 @@ def to_record_value(value: Any, where: str) -> Any:
         msg,
         fact=where.split("[", 1)[0],
     )
+
+
+def json_problem(value: Any, fact: str) -> str | None:
+    """Why a fact's value cannot go into a decision record, or None when it can.
+
+    The run checks each value when it arrives, so a value without a JSON form is a
+    safeguard of the request that computed it, with or without a store.
+    """
+    try:
+        to_record_value(value, fact)
+    except RecordError as exc:
+        return f"{NO_JSON_FORM}{exc}"
+    return None
 
 
 #: made once: `json.dumps` with these options builds an encoder on every call

@@ -27,10 +27,11 @@ from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import SolviError
 from solvi.flow import Flow
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
-from solvi.inputs import RequestGuard
+from solvi.inputs import RequestGuard, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Question, check_questions
+from solvi.record import PLAIN_TYPES
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
 from solvi.settings import Settings, check_positive
@@ -509,6 +510,9 @@ class System:
         if not isinstance(state, dict):
             state = self._as_state(state)
         program, prices = self._program_for(state)
+        for key, value in state.items():
+            if type(value) not in PLAIN_TYPES:
+                check_request_value(key, value)
         run = Run(
             program,
             state,

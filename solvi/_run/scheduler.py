@@ -18,6 +18,8 @@ import attrs
 from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
 from solvi.hooks import HookTable, Outcome, StepEvent
 from solvi.question import Fail
+from solvi.record import PLAIN_TYPES as _PLAIN
+from solvi.record import json_problem
 
 __all__ = [
     "CALL",
@@ -218,6 +220,12 @@ class Run:
 
     def fast_ok(self, node: Node, start: float, value: Any) -> None:
         """Record a fast-path call that returned."""
+        if type(value) not in _PLAIN and not node.is_check:
+            problem = json_problem(value, node.fact)
+            if problem is not None:
+                cause = Cause("error", node.first_part, node.fact, problem)
+                self.called(node, 0, start, perf_counter(), None, cause)
+                return
         self.attempts.append(
             (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
         )
@@ -271,6 +279,11 @@ class Run:
     ) -> bool:
         """Note one call of the node's `tried`-th producer; True when the node is done."""
         part = node.parts[tried]
+        if cause is None and type(value) not in _PLAIN and not node.is_check:
+            problem = json_problem(value, node.fact)
+            if problem is not None:
+                cause = Cause("error", part.name, node.fact, problem)
+                value = None
         if self.journal is not None:
             try:
                 self.journal.settled(node.index, part.name, value, cause)

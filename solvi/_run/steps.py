@@ -20,6 +20,7 @@ import attrs
 from solvi.catalog import Part
 from solvi.flow import Flow
 from solvi.question import UNSET
+from solvi.record import NO_JSON_FORM
 
 __all__ = [
     "Cause",
@@ -53,6 +54,8 @@ class Cause:
             return f"{self.part} {self.message}"
         if self.kind == "interrupted":
             return f"{self.part} was {self.message}"
+        if self.message.startswith(NO_JSON_FORM):
+            return f"{self.part} {self.message}"
         return f"{self.part} raised {self.message}"
 
 

@@ -101,21 +101,50 @@ def test_documented_conversions() -> None:
     }
 
 
-def test_a_value_without_json_form_names_the_fact() -> None:
-    """An object a record cannot hold raises RecordError naming the fact and the fix."""
+def test_a_value_without_json_form_is_a_safeguard_of_its_step() -> None:
+    """A part returning an object a record cannot hold fails its step, named, at ask time."""
     res = _system({"handle": object()}).ask({"x": 1})
-    assert res["answer"].status == "decided"
-    with pytest.raises(RecordError, match=r"thing\['handle'\] is a builtins.object") as info:
-        _ = res.record
-    assert info.value.fact == "thing"
-    assert "return JSON data" in str(info.value)
+    assert res["answer"].status == "abstained"
+    assert res["answer"].guard == "error"
+    (guard,) = res.safeguards
+    assert (guard.kind, guard.part, guard.fact) == ("error", "thing", "thing")
+    assert guard.message == (
+        "returned a value with no JSON form: thing['handle'] is a builtins.object, which a "
+        "decision record cannot hold; return JSON data (str, int, float, bool, None, list, "
+        "dict), a dataclass or attrs instance, or convert it in the part"
+    )
+    assert res["answer"].reason == f"thing: thing {guard.message}"
+    assert res.record["values"] == {}
+    assert len(res.hash) == 64
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_one_behaviour_with_or_without_a_store(store: bool, tmp_path: Path) -> None:
+    """With a store the same request answers the same way and is stored."""
+    options = {"store": tmp_path / "s.db"} if store else {}
+    system = System(_system({"handle": object()}).catalog, **options)
+    res = system.ask({"x": 1})
+    assert res["answer"].status == "abstained"
+    if store:
+        assert system.store is not None
+        assert system.store.get_record(res.request_id)["hash"] == res.hash
+    system.close()
+
+
+def test_a_request_value_without_json_form_is_refused_at_ask() -> None:
+    """A request bringing an object no record can hold is refused before anything runs."""
+    with pytest.raises(RecordError) as info:
+        _system(1).ask({"x": object()})
+    assert info.value.fact == "x"
+    assert str(info.value).startswith("request key 'x' is a builtins.object, which a decision")
 
 
 def test_non_string_dict_keys_are_refused() -> None:
     """Dict keys must be strings in a record."""
     res = _system({1: "a"}).ask({"x": 1})
+    assert "string keys" in res.safeguards[0].message
     with pytest.raises(RecordError, match="string keys"):
-        _ = res.hash
+        to_record_value({1: "a"}, "thing")
 
 
 def test_show_prints_answers_steps_and_skips(claims: System) -> None:

@@ -278,8 +278,8 @@ async def test_unknown_routes_and_methods_are_json(client: httpx.AsyncClient) ->
 
 
 @pytest.mark.asyncio
-async def test_unrecordable_value_is_422_naming_the_fact() -> None:
-    """A part returning a value with no JSON form gives 422 naming the fact, never a 500."""
+async def test_unrecordable_value_is_a_safeguard_in_a_200() -> None:
+    """A part returning a value with no JSON form fails its step: 200, named, never a 500."""
     cat = Catalog("opaque")
 
     @cat.fn
@@ -294,9 +294,12 @@ async def test_unrecordable_value_is_422_naming_the_fact() -> None:
         fine = await c.post("/v1/ask", json={"name": "ana"})
         bad = await c.post("/v1/ask", json={"name": "opaque"})
     assert fine.status_code == 200
-    assert bad.status_code == 422
-    assert bad.json()["error"]["code"] == "unrecordable_value"
-    assert bad.json()["error"]["fact"] == "handle"
+    assert bad.status_code == 200
+    body = bad.json()
+    assert body["answers"]["greet"]["status"] == "abstained"
+    assert body["answers"]["greet"]["reason"].startswith(
+        "handle: handle returned a value with no JSON form: handle is a builtins.object"
+    )
 
 
 @pytest.mark.asyncio
