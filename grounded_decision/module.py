@@ -20,7 +20,7 @@ from grounded_decision.checks import (
     shape_check,
     solve_progress,
 )
-from grounded_decision.errors import EvidenceError, RecordError
+from grounded_decision.errors import ChartError, EvidenceError, RecordError
 from grounded_decision.evidence import Evidence, EvidenceRules
 from grounded_decision.policy.automata import compile_policy, dfa_to_statechart
 from grounded_decision.policy.parse import Expr
@@ -168,9 +168,12 @@ class Decision:
 class Module:
     """A policy that decides, per entity, whether to act on what its chart proposes.
 
-    The chart's game is compiled and solved once, here; each ``decide`` then steps the
-    entity's state and runs the four evidence checks. A module owns the current state of
-    every entity it has seen, so give each workflow its own module.
+    The chart's game is compiled and solved once, here; each decision then steps the
+    entity's state and runs the four evidence checks. ``decide_from(state, event,
+    evidence)`` is the decision itself, a pure function of its arguments. ``decide`` calls
+    it with the state the module remembers for the entity and then remembers the state
+    reached, so a module used through ``decide`` owns the current state of every entity it
+    has seen: give each workflow its own module.
 
     Parameters:
         name: the module's name, written into every record.
@@ -244,14 +247,43 @@ class Module:
         self._states.pop(entity, None)
 
     def decide(self, event: Event, evidence: Evidence) -> Decision:
-        """Step the entity's state on ``event`` and decide whether to act.
+        """Step the entity's state on ``event``, decide whether to act, and remember the state.
 
-        An event the current state does not handle leaves the entity where it is and
-        proposes nothing. The verdict is ``act`` only when all six checks pass and the state
-        reached proposes an action.
+        This is ``decide_from(state_of(event.entity), event, evidence)`` followed by storing
+        the state reached (``extras["state"]``) as the entity's current state, whatever the
+        verdict. The module's memory makes a run of ``decide`` calls depend on the calls
+        before it; where decisions must be replayed, keep the state outside and call
+        ``decide_from``.
 
         Raises:
             EvidenceError: when ``evidence`` is not an ``Evidence``.
+        """
+        decision = self.decide_from(self.state_of(event.entity), event, evidence)
+        self._states[event.entity] = decision.extras["state"]
+        return decision
+
+    def decide_from(self, state: str | None, event: Event, evidence: Evidence) -> Decision:
+        """Decide on ``event`` for an entity in ``state``, without reading or changing memory.
+
+        A pure function of its arguments and of what the module fixed when it was built:
+        the same state, event and evidence always give the same decision, and the module's
+        own record of entities (``state_of``) is left as it was. The state reached is the
+        decision's ``extras["state"]``; pass it back in with the entity's next event.
+
+        An event the state does not handle leaves the entity where it is and proposes
+        nothing. The verdict is ``act`` only when all six checks pass and the state reached
+        proposes an action.
+
+        Parameters:
+            state: the entity's current state, or ``None`` for the chart's initial state.
+            event: what happened to the entity.
+            evidence: the observations offered for this decision.
+
+        Raises:
+            EvidenceError: when ``evidence`` is not an ``Evidence``.
+            ChartError: when ``state`` is not one of the chart's states.
+
+        .. versionadded:: Unreleased
         """
         if not isinstance(evidence, Evidence):
             msg = (
@@ -259,10 +291,9 @@ class Module:
                 " build one with Evidence([Observation(...), ...])"
             )
             raise EvidenceError(msg)
-        current = self.state_of(event.entity)
+        current = self._known_state(state)
         move = self.chart.transition(current, event.name)
         reached = current if move is None else move.target
-        self._states[event.entity] = reached
         proposed = None if move is None else self.chart.action_of(reached)
         channels = (*evidence_checks(evidence, self.rules), *self._policy_channels)
         reasons = [channel.summary for channel in channels if not channel.passed]
@@ -285,3 +316,18 @@ class Module:
             extras={"state": reached},
             channels=channels,
         )
+
+    def _known_state(self, state: object) -> str:
+        """The state to decide from: ``None`` is the initial state; anything else must be one."""
+        if state is None:
+            return self.chart.initial
+        states = self.chart.states()
+        if isinstance(state, str) and state in states:
+            return state
+        shown = repr(state) if isinstance(state, str) else f"{state!r} ({type(state).__name__})"
+        msg = (
+            f"module {self.name!r}: {shown} is not a state of chart {self.chart.name!r}, whose"
+            f" states are {', '.join(states)}; pass one of them, or None for the initial"
+            f" state {self.chart.initial!r}"
+        )
+        raise ChartError(msg, chart=self.chart.name, name=state if isinstance(state, str) else None)
