@@ -188,7 +188,7 @@ def test_replay_is_the_same_after_the_entity_moved_on() -> None:
     assert (_next(first, module), _next(second, module)) == ("auto", "hold")
     for res in (first, second, first):
         result = system.replay(res.record)
-        assert (result.same, result.differences, result.skipped) == (True, (), ())
+        assert (result.same, result.differences, result.refused) == (True, (), None)
     assert module.state_of("T-1") == "intake"
 
 
