@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Mapping
 from time import perf_counter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 
 from solvi.errors import RecordError, RequestError
 from solvi.flow import Flow
 from solvi.record import to_record_value
 from solvi.response import Response as Answered
+from solvi.serve._inputs import ServedKeys
 from solvi.serve._metrics import CountRequests, Metrics
 from solvi.serve._openapi import openapi
 from solvi.serve._requests import (
@@ -27,6 +30,7 @@ from solvi.serve._requests import (
     AskOptions,
     ClientError,
     ask_options,
+    check_key_count,
     check_media_type,
     parse_state,
     plan_keys,
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-__all__ = ["INSTALL", "asgi", "need"]
+__all__ = ["INSTALL", "Limits", "asgi", "need"]
 
 INSTALL = "pip install 'solvi[serve]'"
 
@@ -78,6 +82,15 @@ def _refuse(err: ClientError) -> Response:
     return _json_response(_error_body(err.code, err.message, **err.details), err.status)
 
 
+@attrs.frozen
+class Limits:
+    """What one app accepts from a request: body size, key count and time to read the body."""
+
+    max_body: int = 1_000_000
+    max_keys: int = 1_000
+    read_timeout: float = 10.0
+
+
 def _flow_json(system: System, flow: Flow) -> dict[str, Any]:
     return {
         "catalog": system.name,
@@ -104,12 +117,13 @@ def _flow_json(system: System, flow: Flow) -> dict[str, Any]:
 class _Server:
     """The endpoints of one app, sharing one System and one set of metrics."""
 
-    def __init__(self, system: System, max_body: int) -> None:
+    def __init__(self, system: System, limits: Limits, keys: ServedKeys) -> None:
         self.system = system
-        self.max_body = max_body
+        self.limits = limits
+        self.keys = keys
         self.metrics = Metrics(system)
         self.questions = tuple(q.name for q in system.questions)
-        self.description = openapi(system, max_body)
+        self.description = openapi(system, limits.max_body, limits.max_keys, keys)
         self.health = {
             "status": "ok",
             "catalog": system.name,
@@ -130,7 +144,9 @@ class _Server:
         try:
             options = ask_options(request.query_params, self.questions)
             check_media_type(request)
-            state = parse_state(await read_body(request, self.max_body))
+            body = await read_body(request, self.limits.max_body, self.limits.read_timeout)
+            state = parse_state(body, self.limits.max_keys)
+            self.keys.check(state)
         except ClientError as err:
             return _refuse(err)
         except ClientDisconnect:
@@ -208,6 +224,11 @@ class _Server:
             return _refuse(err)
         keys = {k.strip() for text in given for k in text.split(",") if k.strip()}
         try:
+            check_key_count(len(keys), self.limits.max_keys, "keys=")
+            self.keys.check(keys)
+        except ClientError as err:
+            return _refuse(err)
+        try:
             flow = self.system.plan(keys)
         except RequestError as exc:
             return _refuse(_not_an_input(exc))
@@ -249,7 +270,28 @@ class _Server:
         return _json_response(_error_body(code, msg), exc.status_code, exc.headers)
 
 
-def asgi(system: System, *, max_body: int = 1_000_000) -> Starlette:
+def _positive(name: str, value: object, unit: str, *, whole: bool = True) -> None:
+    """Refuse a limit that is not a positive (whole, or finite) number."""
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (isinstance(value, int) or not whole)
+        and 0 < value < math.inf
+    ):
+        return
+    what = "a positive whole number" if whole else "a positive finite number"
+    msg = f"{name} must be {what} of {unit}, got {value!r}"
+    raise ValueError(msg)
+
+
+def asgi(
+    system: System,
+    *,
+    max_body: int = 1_000_000,
+    max_keys: int = 1_000,
+    read_timeout: float = 10.0,
+    allow_overrides: bool = False,
+) -> Starlette:
     """Build the HTTP app of a System: mount it in your own app, or serve it with uvicorn.
 
     The app is built once and holds its own metrics. Endpoints: ``POST /v1/ask``
@@ -258,9 +300,17 @@ def asgi(system: System, *, max_body: int = 1_000_000) -> Starlette:
     ``GET /healthz``, ``GET /metrics`` and ``GET /openapi.json``. Errors a client
     causes are 4xx answers with a JSON body ``{"error": {"code", "message"}}``.
 
+    A request may bring only the catalog's inputs (the keys no part produces):
+    any other key is a 422 ``not_an_input``. With ``allow_overrides=True`` the
+    System alone decides, as in ``system.ask``: it refuses hard checks and the
+    facts they read unless its ``overrides=`` names them.
+
     Args:
         system: the System that answers.
         max_body: the largest request body accepted, in bytes (413 above it).
+        max_keys: the most keys a state (or ``keys=``) may have (413 above it).
+        read_timeout: seconds the whole body may take to arrive (408 after it).
+        allow_overrides: accept any key the System accepts, not only inputs.
 
     Returns:
         A Starlette application.
@@ -268,21 +318,22 @@ def asgi(system: System, *, max_body: int = 1_000_000) -> Starlette:
     Raises:
         ImportError: Starlette is not installed (the message gives the install command).
         TypeError: `system` is not a System.
-        ValueError: `max_body` is not a positive whole number.
+        ValueError: a limit is not a positive number.
     """
     if not isinstance(system, System):
         msg = f"asgi() needs a solvi.System, got {type(system).__name__}; build System(catalog)"
         raise TypeError(msg)
-    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body <= 0:
-        msg = f"max_body must be a positive whole number of bytes, got {max_body!r}"
-        raise ValueError(msg)
+    _positive("max_body", max_body, "bytes")
+    _positive("max_keys", max_keys, "keys")
+    _positive("read_timeout", read_timeout, "seconds", whole=False)
     need("starlette")
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    server = _Server(system, max_body)
+    limits = Limits(max_body, max_keys, float(read_timeout))
+    server = _Server(system, limits, ServedKeys.of(system, allow_overrides=allow_overrides))
     routes = [
         Route("/v1/ask", server.ask, methods=["POST"]),
         Route("/v1/plan", server.plan, methods=["GET"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -53,9 +54,16 @@ def run(
     port: int = 8000,
     *,
     max_body: int = 1_000_000,
+    max_keys: int = 1_000,
+    read_timeout: float = 10.0,
+    allow_overrides: bool = False,
     log_level: str = "info",
 ) -> None:
     """Serve the System named by `target` with uvicorn until interrupted.
+
+    uvicorn runs its h11 protocol with a deadline for each request's line and
+    headers (`read_timeout` seconds, 408 after it); the app bounds the body
+    by the same time.
 
     Args:
         target: ``module:attribute`` or ``path/to/file.py:attribute`` naming a
@@ -63,15 +71,30 @@ def run(
         host: the address to listen on (default loopback only).
         port: the TCP port.
         max_body: the largest request body accepted, in bytes.
+        max_keys: the most keys a request may have.
+        read_timeout: seconds a client has to send a request's headers, and
+            again its body.
+        allow_overrides: accept any key the System accepts, not only the
+            catalog's inputs.
         log_level: uvicorn's log level.
 
     Raises:
         ImportError: Starlette or uvicorn is not installed.
         SolviError: the target cannot be loaded.
+        ValueError: a limit is not a positive number.
     """
     uvicorn = need("uvicorn")
-    app = asgi(load_system(target), max_body=max_body)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    app = asgi(
+        load_system(target),
+        max_body=max_body,
+        max_keys=max_keys,
+        read_timeout=read_timeout,
+        allow_overrides=allow_overrides,
+    )
+    from solvi.serve._protocol import header_deadline_protocol
+
+    protocol = header_deadline_protocol(read_timeout)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol)
 
 
 def _port(text: str) -> int:
@@ -83,9 +106,20 @@ def _port(text: str) -> int:
 
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) <= 0:
-        msg = f"give a positive whole number of bytes, got {text!r}"
+        msg = f"give a positive whole number, got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        msg = f"give a positive number of seconds (e.g. 2.5), got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,12 +134,40 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1_000_000,
         help="largest request body accepted, in bytes (1000000)",
     )
+    parser.add_argument(
+        "--max-keys",
+        type=_positive,
+        default=1_000,
+        help="most keys a request's state (or a plan's keys=) may have (1000)",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        default=10.0,
+        help="seconds a client has to send a request's headers, and again its body (10)",
+    )
+    parser.add_argument(
+        "--allow-overrides",
+        action="store_true",
+        help=(
+            "accept any key the System accepts (hard checks and the facts they read only "
+            "where its overrides= names them), not only the catalog's inputs"
+        ),
+    )
     parser.set_defaults(run=_cmd_serve)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
-        run(args.target, args.host, args.port, max_body=args.max_body)
+        run(
+            args.target,
+            args.host,
+            args.port,
+            max_body=args.max_body,
+            max_keys=args.max_keys,
+            read_timeout=args.read_timeout,
+            allow_overrides=args.allow_overrides,
+        )
     except (SolviError, ImportError) as exc:
         sys.stderr.write(f"solvi serve: {exc}\n")
         return 1
@@ -115,7 +177,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def add_serve_command(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
-    """Register ``serve TARGET [--host] [--port] [--max-body]`` on an argparse subparsers object.
+    """Register ``serve TARGET [--host] [--port] [--max-body] [--max-keys] [--read-timeout]
+    [--allow-overrides]`` on an argparse subparsers object.
 
     The sub-command sets ``run`` to a function taking the parsed arguments and
     returning the exit status (1 when the target cannot be loaded or the serve

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvi.response import RECORD_FORMAT
+from solvi.serve._inputs import ServedKeys
 from solvi.serve._metrics import STATUSES
 from solvi.serve._requests import ERROR_CODES, MAX_DEPTH
 from solvi.system import System
@@ -16,11 +17,20 @@ _STRS: dict[str, Any] = {"type": "array", "items": _STR}
 _STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
 _HASH: dict[str, Any] = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _ERRORS = {
-    400: "Bad JSON or a bad query value.",
+    400: "Bad JSON (not UTF-8, a repeated key, a number that is not finite) or a bad query value.",
     404: "Unknown question.",
-    413: "The body is larger than the server accepts.",
+    408: "The body did not arrive within the server's read timeout.",
+    413: "The body is larger, or has more keys, than the server accepts.",
     415: "The body is not sent as application/json.",
-    422: "The body is not a JSON object or nests too deep, or a computed value has no JSON form.",
+    422: (
+        "A key that is not one of the catalog's inputs, a body that is not a JSON object or "
+        "nests too deep, or a computed value with no JSON form."
+    ),
+}
+_PLAN_ERRORS = {
+    400: "A missing or unknown query parameter.",
+    413: "More keys than the server accepts.",
+    422: "A key that is not one of the catalog's inputs.",
 }
 
 
@@ -34,12 +44,17 @@ def _obj(**properties: Any) -> dict[str, Any]:
 
 
 def _operation(
-    op: str, summary: str, ok: str, schema: Any, *errors: int, media: str = "application/json"
+    op: str,
+    summary: str,
+    ok: str,
+    schema: Any,
+    errors: dict[int, str] | None = None,
+    media: str = "application/json",
 ) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": {"description": ok, "content": {media: {"schema": schema}}}}
-    for status in errors:
+    for status, description in (errors or {}).items():
         responses[str(status)] = {
-            "description": _ERRORS[status],
+            "description": description,
             "content": {"application/json": {"schema": _ref("Error")}},
         }
     return {"operationId": op, "summary": summary, "responses": responses}
@@ -55,7 +70,30 @@ def _query(name: str, schema: dict[str, Any], text: str, *, required: bool = Fal
     }
 
 
-def openapi(system: System, max_body: int) -> dict[str, Any]:
+def _state(keys: ServedKeys, max_body: int, max_keys: int) -> dict[str, Any]:
+    """The request body: a property per input, typed from the parts that read it."""
+    if keys.allow_overrides:
+        takes = (
+            "its keys are the catalog's inputs (listed here) or facts the System lets a request set"
+        )
+    else:
+        takes = "its keys are the catalog's inputs, and no other key is accepted"
+    schema: dict[str, Any] = {
+        "type": "object",
+        "description": (
+            f"The request's state: fact names to values; {takes}. Which keys it has selects "
+            f"the flow. At most {max_body} bytes and {max_keys} keys, lists and objects "
+            f"nested at most {MAX_DEPTH} deep."
+        ),
+        "properties": dict(keys.schemas),
+        "maxProperties": max_keys,
+    }
+    if not keys.allow_overrides:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def openapi(system: System, max_body: int, max_keys: int, keys: ServedKeys) -> dict[str, Any]:
     """The OpenAPI 3.1 description of the app `asgi(system)` builds."""
     questions = [q.name for q in system.questions]
     record = _obj(
@@ -77,13 +115,7 @@ def openapi(system: System, max_body: int) -> dict[str, Any]:
     )
     record["description"] = "The decision record: Response.record in Python."
     schemas = {
-        "State": {
-            "type": "object",
-            "description": (
-                f"The request's state: fact names to values; its keys select the flow. At most "
-                f"{max_body} bytes, lists and objects nested at most {MAX_DEPTH} deep."
-            ),
-        },
+        "State": _state(keys, max_body, max_keys),
         "Record": record,
         "Answer": _obj(
             status={"type": "string", "enum": list(STATUSES)},
@@ -144,11 +176,7 @@ def openapi(system: System, max_body: int) -> dict[str, Any]:
         "The record, or with question= one answer and the record's hash. Parts that raised or "
         "timed out are safeguards in it.",
         {"oneOf": [_ref("Record"), _ref("SingleAnswer")]},
-        400,
-        404,
-        413,
-        415,
-        422,
+        _ERRORS,
     )
     ask["parameters"] = [
         _query("early_exit", {"type": "boolean"}, "Skip what a failed hard check made unneeded."),
@@ -164,9 +192,17 @@ def openapi(system: System, max_body: int) -> dict[str, Any]:
         "required": True,
         "content": {"application/json": {"schema": _ref("State")}},
     }
-    plan = _operation("plan", "The flow for exactly these keys.", "The flow.", _ref("Plan"), 400)
+    plan = _operation(
+        "plan", "The flow for exactly these keys.", "The flow.", _ref("Plan"), _PLAN_ERRORS
+    )
     plan["parameters"] = [
-        _query("keys", _STR, "The request's keys, comma-separated (may be empty).", required=True)
+        _query(
+            "keys",
+            _STR,
+            f"The request's keys, comma-separated (may be empty): inputs of the catalog "
+            f"({', '.join(keys.inputs)}), at most {max_keys}.",
+            required=True,
+        )
     ]
     return {
         "openapi": "3.1.0",

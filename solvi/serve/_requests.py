@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import attrs
 
 from solvi.errors import _closest
@@ -26,6 +27,7 @@ __all__ = [
     "AskOptions",
     "ClientError",
     "ask_options",
+    "check_key_count",
     "check_media_type",
     "parse_state",
     "plan_keys",
@@ -41,10 +43,12 @@ ERROR_CODES = (
     "invalid_query",
     "not_an_object",
     "too_deep",
+    "too_many_keys",
     "unrecordable_value",
     "not_an_input",
     "unsupported_media_type",
     "body_too_large",
+    "read_timeout",
     "unknown_question",
     "not_found",
     "method_not_allowed",
@@ -176,7 +180,12 @@ def _too_large(size: int, limit: int) -> ClientError:
     return ClientError(413, "body_too_large", msg, limit=limit)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int, seconds: float) -> bytes:
+    """The body, refused when it passes `limit` bytes or takes over `seconds` to arrive.
+
+    The time bounds the whole body, not each chunk: a client that trickles a
+    byte every second is cut off as surely as one that stops.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.strip().isdigit():
@@ -186,17 +195,79 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(int(declared), limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit)
-        chunks.append(chunk)
+    with anyio.move_on_after(seconds) as scope:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(size, limit)
+            chunks.append(chunk)
+    if scope.cancelled_caught:
+        msg = (
+            f"the body did not arrive within {seconds:g} seconds ({size} bytes came); send "
+            f"the whole body at once, or start the server with a larger --read-timeout"
+        )
+        raise ClientError(408, "read_timeout", msg, limit=seconds)
     return b"".join(chunks)
 
 
 def _no_constants(name: str) -> Any:
-    msg = f"{name} is not JSON; numbers must be finite"
-    raise ValueError(msg)
+    msg = f"the body holds {name}, which is not JSON; numbers must be finite"
+    raise ClientError(400, "invalid_json", msg)
+
+
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or an exponent, refused when a float cannot hold it."""
+    value = float(text)
+    if math.isinf(value):
+        msg = (
+            f"the body holds the number {text}, which is too large for a float (it would be "
+            f"infinite); numbers must be finite"
+        )
+        raise ClientError(400, "invalid_json", msg)
+    return value
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: a repeated key would mean two things."""
+    made = dict(pairs)
+    if len(made) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                msg = (
+                    f"an object in the body gives the key {key!r} twice; give each key once "
+                    f"(readers of repeated keys disagree about which value counts)"
+                )
+                raise ClientError(400, "invalid_json", msg)
+            seen.add(key)
+    return made
+
+
+def _text(body: bytes) -> str:
+    """The body as text: UTF-8 only, as RFC 8259 requires (no UTF-16 or UTF-32 guessing)."""
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        msg = (
+            "the body is not UTF-8 text: it starts with a UTF-16 or UTF-32 byte order mark; send "
+            "the state as UTF-8 encoded JSON"
+        )
+        raise ClientError(400, "invalid_json", msg)
+    nul = body.find(b"\x00")
+    if nul >= 0:
+        msg = (
+            f"the body is not UTF-8 text: it has a NUL byte at offset {nul}, as UTF-16 and "
+            f"UTF-32 text do; send the state as UTF-8 encoded JSON"
+        )
+        raise ClientError(400, "invalid_json", msg)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = (
+            f"the body is not UTF-8 text: byte 0x{body[exc.start]:02x} at offset {exc.start} "
+            f"({exc.reason}); send the state as UTF-8 encoded JSON"
+        )
+        raise ClientError(400, "invalid_json", msg) from None
+    # A UTF-8 byte order mark is not JSON, but RFC 8259 lets a reader ignore it.
+    return text.removeprefix("\ufeff")
 
 
 def _depth_ok(value: Any) -> bool:
@@ -217,20 +288,30 @@ def _depth_ok(value: Any) -> bool:
     return True
 
 
-def parse_state(body: bytes) -> dict[str, Any]:
+def parse_state(body: bytes, max_keys: int) -> dict[str, Any]:
+    """The posted state: a JSON object of at most `max_keys` keys, strictly parsed.
+
+    Strict means UTF-8 only, finite numbers only (no ``NaN``, ``Infinity`` or a
+    ``1e400`` that overflows to infinity), each key once per object, and at
+    most MAX_DEPTH levels of nesting.
+
+    Raises:
+        ClientError: 400 ``invalid_json``, 422 ``not_an_object`` or ``too_deep``,
+            413 ``too_many_keys``.
+    """
     if not body.strip():
         msg = 'the body is empty; send the request\'s state as a JSON object, e.g. {"age": 30}'
         raise ClientError(400, "invalid_json", msg)
+    text = _text(body)
     try:
-        state = json.loads(body, parse_constant=_no_constants)
+        state = json.loads(
+            text, parse_constant=_no_constants, parse_float=_finite, object_pairs_hook=_once
+        )
     except json.JSONDecodeError as exc:
         msg = (
             f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
             f"send the state as a JSON object"
         )
-        raise ClientError(400, "invalid_json", msg) from None
-    except UnicodeDecodeError:
-        msg = "the body is not UTF-8 text; send the state as UTF-8 encoded JSON"
         raise ClientError(400, "invalid_json", msg) from None
     except (ValueError, RecursionError) as exc:
         msg = f"the body cannot be read as JSON: {exc}; send the state as a JSON object"
@@ -244,6 +325,7 @@ def parse_state(body: bytes) -> dict[str, Any]:
             f'of fact names to values, e.g. {{"age": 30}}'
         )
         raise ClientError(422, "not_an_object", msg)
+    check_key_count(len(state), max_keys, "the state")
     if not _depth_ok(state):
         msg = (
             f"the state nests lists and objects more than {MAX_DEPTH} levels deep; flatten it "
@@ -251,3 +333,17 @@ def parse_state(body: bytes) -> dict[str, Any]:
         )
         raise ClientError(422, "too_deep", msg, limit=MAX_DEPTH)
     return state
+
+
+def check_key_count(count: int, limit: int, what: str) -> None:
+    """Refuse a request with more keys than the server takes.
+
+    Raises:
+        ClientError: 413 ``too_many_keys`` naming the limit and the option that sets it.
+    """
+    if count > limit:
+        msg = (
+            f"{what} has {count} keys, more than this server takes ({limit}); send fewer "
+            f"keys, or start the server with a larger --max-keys"
+        )
+        raise ClientError(413, "too_many_keys", msg, limit=limit)

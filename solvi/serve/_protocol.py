@@ -1,0 +1,112 @@
+"""uvicorn's h11 protocol with deadlines for what no app is waiting to read.
+
+uvicorn bounds the wait *between* requests on a kept-alive connection
+(``timeout_keep_alive``), but each byte that arrives cancels that wait, and
+nothing bounds the time a client may take to send a request line and its
+headers: a client that opens connections and trickles half a request line into
+each holds them for ever. Nor does anything bound a body that keeps arriving
+after the app has answered without reading it (a 404, a 415, a 413 decided
+from Content-Length).
+
+This protocol gives each request's line and headers `header_timeout` seconds
+from its first byte (from the connection's opening for the first request); a
+client still sending them then gets a 408 ``read_timeout`` and the connection
+is closed, and a connection that sent nothing is closed. A body still arriving
+`header_timeout` seconds after its answer was sent is cut off too. The body an
+app reads has its own deadline in the app (`read_body`), where a JSON error can
+say how much arrived.
+
+uvicorn is imported when this module is, so only `run` imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["header_deadline_protocol"]
+
+
+def _timeout_response(seconds: float) -> bytes:
+    message = (
+        f"the request line and headers did not arrive within {seconds:g} seconds; send the "
+        f"whole request at once, or start the server with a larger --read-timeout"
+    )
+    body = json.dumps(
+        {"error": {"code": "read_timeout", "message": message, "limit": seconds}},
+        separators=(",", ":"),
+    ).encode()
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class _HeaderDeadline(H11Protocol):
+    """An h11 connection that gives a client `header_timeout` seconds for what it must send."""
+
+    header_timeout: float = 10.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._unattended():
+            if self._deadline is None:
+                self._start()  # the first bytes of a later request on a kept-alive connection
+        else:
+            self._stop()  # the headers are in, and the app reads the body
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._unattended() and self._deadline is None:
+            self._start()  # the answer is out, and the body it did not read is still coming
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop()
+        super().connection_lost(exc)
+
+    def _unattended(self) -> bool:
+        """Whether the client is sending what no app is reading: headers, or an answered body."""
+        theirs, ours = self.conn.their_state, self.conn.our_state
+        answered = ours is h11.DONE or ours is h11.MUST_CLOSE
+        return theirs is h11.IDLE or (theirs is h11.SEND_BODY and answered)
+
+    def _start(self) -> None:
+        if not self.transport.is_closing():
+            self._deadline = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def _stop(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or not self._unattended():
+            return
+        pending, _ = self.conn.trailing_data
+        if self.conn.their_state is h11.IDLE and pending:
+            self.transport.write(_timeout_response(self.header_timeout))
+        self.transport.close()
+
+
+def header_deadline_protocol(seconds: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol, with `seconds` for each request's line and headers.
+
+    Pass it as ``uvicorn.run(app, http=header_deadline_protocol(10.0))``.
+    """
+    return type("HeaderDeadlineProtocol", (_HeaderDeadline,), {"header_timeout": seconds})
