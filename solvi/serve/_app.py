@@ -308,7 +308,7 @@ def asgi(
     Args:
         system: the System that answers.
         max_body: the largest request body accepted, in bytes (413 above it).
-        max_keys: the most keys a state (or ``keys=``) may have (413 above it).
+        max_keys: the most keys a state (or ``keys=``) may have (422 above it).
         read_timeout: seconds the whole body may take to arrive (408 after it).
         allow_overrides: accept any key the System accepts, not only inputs.
 

@@ -154,6 +154,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
             "where its overrides= names them), not only the catalog's inputs"
         ),
     )
+    parser.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        default="info",
+        help="uvicorn's log level (info: one line per request)",
+    )
     parser.set_defaults(run=_cmd_serve)
 
 
@@ -167,6 +173,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             max_keys=args.max_keys,
             read_timeout=args.read_timeout,
             allow_overrides=args.allow_overrides,
+            log_level=args.log_level,
         )
     except (SolviError, ImportError) as exc:
         sys.stderr.write(f"solvi serve: {exc}\n")

@@ -20,17 +20,16 @@ _ERRORS = {
     400: "Bad JSON (not UTF-8, a repeated key, a number that is not finite) or a bad query value.",
     404: "Unknown question.",
     408: "The body did not arrive within the server's read timeout.",
-    413: "The body is larger, or has more keys, than the server accepts.",
+    413: "The body is larger than the server accepts.",
     415: "The body is not sent as application/json.",
     422: (
-        "A key that is not one of the catalog's inputs, a body that is not a JSON object or "
-        "nests too deep, or a computed value with no JSON form."
+        "A key that is not one of the catalog's inputs, more keys than the server accepts, a "
+        "body that is not a JSON object or nests too deep, or a computed value with no JSON form."
     ),
 }
 _PLAN_ERRORS = {
     400: "A missing or unknown query parameter.",
-    413: "More keys than the server accepts.",
-    422: "A key that is not one of the catalog's inputs.",
+    422: "A key that is not one of the catalog's inputs, or more keys than the server accepts.",
 }
 
 
@@ -91,6 +90,15 @@ def _state(keys: ServedKeys, max_body: int, max_keys: int) -> dict[str, Any]:
     if not keys.allow_overrides:
         schema["additionalProperties"] = False
     return schema
+
+
+def _keys_param(keys: ServedKeys) -> dict[str, Any]:
+    """``keys=`` of GET /v1/plan: comma-separated inputs, blanks around them ignored."""
+    if keys.allow_overrides:
+        return dict(_STR)
+    # Input names are parameter names, so identifiers: nothing in them needs escaping.
+    item = rf"\s*(?:{'|'.join(keys.inputs)})?\s*"
+    return {"type": "string", "pattern": rf"^{item}(?:,{item})*$"}
 
 
 def openapi(system: System, max_body: int, max_keys: int, keys: ServedKeys) -> dict[str, Any]:
@@ -195,12 +203,13 @@ def openapi(system: System, max_body: int, max_keys: int, keys: ServedKeys) -> d
     plan = _operation(
         "plan", "The flow for exactly these keys.", "The flow.", _ref("Plan"), _PLAN_ERRORS
     )
+    also = " or facts the System lets a request set" if keys.allow_overrides else ""
     plan["parameters"] = [
         _query(
             "keys",
-            _STR,
+            _keys_param(keys),
             f"The request's keys, comma-separated (may be empty): inputs of the catalog "
-            f"({', '.join(keys.inputs)}), at most {max_keys}.",
+            f"({', '.join(keys.inputs)}){also}, at most {max_keys}.",
             required=True,
         )
     ]

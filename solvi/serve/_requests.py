@@ -296,8 +296,8 @@ def parse_state(body: bytes, max_keys: int) -> dict[str, Any]:
     most MAX_DEPTH levels of nesting.
 
     Raises:
-        ClientError: 400 ``invalid_json``, 422 ``not_an_object`` or ``too_deep``,
-            413 ``too_many_keys``.
+        ClientError: 400 ``invalid_json``, 422 ``not_an_object``, ``too_many_keys``
+            or ``too_deep``.
     """
     if not body.strip():
         msg = 'the body is empty; send the request\'s state as a JSON object, e.g. {"age": 30}'
@@ -339,11 +339,11 @@ def check_key_count(count: int, limit: int, what: str) -> None:
     """Refuse a request with more keys than the server takes.
 
     Raises:
-        ClientError: 413 ``too_many_keys`` naming the limit and the option that sets it.
+        ClientError: 422 ``too_many_keys`` naming the limit and the option that sets it.
     """
     if count > limit:
         msg = (
             f"{what} has {count} keys, more than this server takes ({limit}); send fewer "
             f"keys, or start the server with a larger --max-keys"
         )
-        raise ClientError(413, "too_many_keys", msg, limit=limit)
+        raise ClientError(422, "too_many_keys", msg, limit=limit)

@@ -188,19 +188,52 @@ async def test_state_schema_lists_the_inputs_with_their_types(client: httpx.Asyn
     assert state["maxProperties"] == 1000
     assert "no other key is accepted" in state["description"]
     plan = description["paths"]["/v1/plan"]["get"]
-    assert set(plan["responses"]) == {"200", "400", "413", "422"}
+    assert set(plan["responses"]) == {"200", "400", "422"}
     assert "(age, customer, debts, income)" in plan["parameters"][0]["description"]
+    item = r"\s*(?:age|customer|debts|income)?\s*"
+    assert plan["parameters"][0]["schema"] == {"type": "string", "pattern": f"^{item}(?:,{item})*$"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_keys_value_the_schema_allows_is_planned(data: st.DataObject) -> None:
+    """keys= drawn from its OpenAPI pattern is always planned; keys the pattern refuses
+    because they name something else are refused with not_an_input."""
+    with start_blocking_portal() as portal:
+        client = _client(asgi(make_system()))
+        try:
+
+            def get(path: str, **options: Any) -> httpx.Response:
+                r: httpx.Response = portal.call(functools.partial(client.get, path, **options))
+                return r
+
+            description = get("/openapi.json").json()
+            schema = description["paths"]["/v1/plan"]["get"]["parameters"][0]["schema"]
+            allowed = data.draw(st.from_regex(schema["pattern"]), label="allowed")
+            planned = get("/v1/plan", params={"keys": allowed})
+            other = data.draw(st.sampled_from(COMPUTED) | st.from_regex(r"\A[a-z]{1,6}\Z"))
+            if other in INPUTS:
+                return
+            refused = get("/v1/plan", params={"keys": f"{allowed},{other}"})
+        finally:
+            portal.call(client.aclose)
+    assert planned.status_code == 200, planned.text
+    assert refused.status_code == 422
+    assert refused.json()["error"]["key"] == other
 
 
 @pytest.mark.asyncio
 async def test_allowed_overrides_open_the_state_schema() -> None:
     """With allow_overrides the inputs are still listed, but other keys are not excluded."""
     async with _client(asgi(make_system(), allow_overrides=True, max_keys=7)) as c:
-        state = (await c.get("/openapi.json")).json()["components"]["schemas"]["State"]
+        description = (await c.get("/openapi.json")).json()
+    state = description["components"]["schemas"]["State"]
     assert sorted(state["properties"]) == INPUTS
     assert "additionalProperties" not in state
     assert state["maxProperties"] == 7
     assert "facts the System lets a request set" in state["description"]
+    keys = description["paths"]["/v1/plan"]["get"]["parameters"][0]
+    assert keys["schema"] == {"type": "string"}
 
 
 @pytest.mark.asyncio
