@@ -7,13 +7,16 @@
 # on loopback: proxy settings are dropped, and nothing else is contacted. The
 # server is stopped however the run ends.
 #
-# Usage: bash .ci/schemathesis.sh   (SCHEMATHESIS_EXAMPLES, default 50;
-#                                    SCHEMATHESIS_SEED to replay a reported run)
+# Usage: bash .ci/schemathesis.sh
+#   SCHEMATHESIS_EXAMPLES  examples per operation (50)
+#   SCHEMATHESIS_SEED      the seed of a reported run, to replay it
+#   SOLVI_SERVE_TARGET     what to serve (examples/claims.py:system)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 py="$root/.venv/bin/python"
 examples="${SCHEMATHESIS_EXAMPLES:-50}"
+target="${SOLVI_SERVE_TARGET:-examples/claims.py:system}"
 
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
 export NO_PROXY="127.0.0.1,localhost" no_proxy="127.0.0.1,localhost"
@@ -37,7 +40,7 @@ trap stop_server EXIT
 port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 base="http://127.0.0.1:$port"
 
-"$py" -m solvi.serve examples/claims.py:system --host 127.0.0.1 --port "$port" \
+"$py" -m solvi.serve "$target" --host 127.0.0.1 --port "$port" \
     --log-level warning >"$work/server.log" 2>&1 &
 server_pid=$!
 
