@@ -3,7 +3,9 @@
 `asgi(system)` builds the app once: ``POST /v1/ask`` answers a request with
 ``await system.aask(state)`` and returns its record; ``GET /v1/plan``,
 ``GET /healthz``, ``GET /metrics`` (Prometheus text) and ``GET /openapi.json``
-describe the System and what the app has served. Every error a client can
+describe the System and what the app has served. A request brings only the
+catalog's inputs (the keys no part produces) unless the app allows overrides,
+and its size, key count and reading time are bounded. Every error a client can
 cause is a 4xx answer with a JSON body ``{"error": {"code", "message"}}``; a
 part that raises or times out is a safeguard inside a 200 answer.
 
