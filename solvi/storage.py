@@ -5,7 +5,7 @@ default and suits one machine, even several processes on it. `PostgresStore`
 (psycopg 3 and its pools) suits several processes or machines sharing
 decisions. Both create and migrate their tables themselves, recording the
 schema version in ``solvi_schema_version``. `open_store` turns a path or URL
-into a store.
+into a store; ``read_only=True`` opens one for auditing, writing nothing.
 
 Every operation is written once, as a *plan* (see `solvi._db.store_plans`), and
 each backend only drives plans inside its own transactions, so the two
@@ -23,7 +23,7 @@ from solvi._db.postgres_store import PostgresStore
 from solvi._db.sqlite_store import SQLiteStore
 from solvi._db.store_plans import PlanStore
 from solvi._db.urls import locate
-from solvi.audit import AuditEntry
+from solvi.audit import AuditEntry, AuditMark, StoredResponse
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
 __all__ = [
@@ -56,7 +56,7 @@ class Store(Protocol):
     def iter_records(
         self, *, since: dt.datetime | None = None, catalog: str | None = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(request_id, record) pairs in the order they were stored."""
+        """(request_id, record) pairs stored before the iteration began, in storage order."""
 
     def aiter_records(
         self, *, since: dt.datetime | None = None, catalog: str | None = None
@@ -87,11 +87,20 @@ class Store(Protocol):
     async def aload_blob(self, catalog: str, name: str) -> bytes | None:
         """`load_blob` without blocking the event loop."""
 
-    def audit_entries(self) -> Iterator[AuditEntry]:
-        """Every audit entry, by sequence number."""
+    def audit_entries(self, *, after: int = 0) -> Iterator[AuditEntry]:
+        """Every audit entry after sequence number `after`, in order."""
 
     def audit_head(self) -> tuple[int, str]:
         """The sequence number and hash of the last entry appended (0 and `GENESIS` at first)."""
+
+    def audit_mark(self) -> AuditMark:
+        """The chain head and the newest response's row, read in one snapshot."""
+
+    def stored_responses(self, *, upto: int) -> Iterator[StoredResponse]:
+        """The rows of the responses table up to row `upto`, as stored."""
+
+    def missing_tables(self) -> tuple[str, ...]:
+        """The tables of decisions and of the audit log that the database lacks."""
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""
@@ -99,23 +108,37 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """`close` from async code (on PostgreSQL it also closes the async pool)."""
 
+    def __enter__(self) -> Store:
+        """The store itself: ``with open_store(path) as store:`` closes it afterwards."""
+
+    def __exit__(self, *exc: object) -> None:
+        """`close`."""
+
 
 # -- opening a store by name ----------------------------------------------------------------
 
 
-def open_store(spec: Store | str | os.PathLike[str]) -> Store:
+def open_store(spec: Store | str | os.PathLike[str], *, read_only: bool = False) -> Store:
     """A store from a Store, a file path, ``sqlite:///path`` or ``postgresql://...``.
 
     ``sqlite:///data/solvi.db`` is the relative path ``data/solvi.db``;
     ``sqlite:////var/solvi.db`` the absolute ``/var/solvi.db``.
 
+    Args:
+        spec: where the store is.
+        read_only: open an existing store without writing anything, not even
+            its schema (for auditing): a missing file, or a database without
+            solvi's tables, is refused, and every write raises `StoreError`.
+            A Store passed in is returned as it is.
+
     Raises:
         ValueError: `spec` is none of the accepted forms.
-        StoreError: the store cannot be opened.
+        StoreError: the store cannot be opened; read only, also when it does
+            not exist or is not a solvi store (the message says what it is).
     """
     if isinstance(spec, PlanStore | Store):
         return spec
     where = locate(spec, "store=")
     if where.kind == "postgresql":
-        return PostgresStore(where.target)
-    return SQLiteStore(where.target)
+        return PostgresStore(where.target, read_only=read_only)
+    return SQLiteStore(where.target, read_only=read_only)

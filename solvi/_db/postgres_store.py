@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from solvi._db.store_plans import POSTGRES, Plan, PlanStore, Row, T, drive, migrate_plan
+from solvi._db.store_plans import (
+    POSTGRES,
+    Plan,
+    PlanStore,
+    Row,
+    T,
+    drive,
+    inspect_plan,
+    migrate_plan,
+)
 from solvi.errors import StoreError
 
 if TYPE_CHECKING:
@@ -53,15 +62,26 @@ class PostgresStore(PlanStore):
         dsn: a libpq connection string or ``postgresql://`` URL.
         max_size: at most this many connections per pool.
         connect_timeout: seconds to wait for the server when opening.
+        read_only: open an existing store without writing: every session is
+            read only (``default_transaction_read_only``), no schema is created
+            or migrated, and writes raise.
 
     Raises:
         StoreError: psycopg is not installed, the server cannot be reached, or
-            the schema is newer than this solvi.
+            the schema is newer than this solvi; read only, also when the
+            database has none of solvi's tables.
     """
 
     _dialect = POSTGRES
 
-    def __init__(self, dsn: str, *, max_size: int = 8, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        max_size: int = 8,
+        connect_timeout: float = 10.0,
+        read_only: bool = False,
+    ) -> None:
         try:
             import psycopg
             import psycopg_pool
@@ -72,16 +92,23 @@ class PostgresStore(PlanStore):
             )
             raise StoreError(msg) from exc
         self.dsn = dsn
+        self.read_only = read_only
         self._where = _where(dsn)
         try:
             with psycopg.connect(
                 dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
             ) as conn:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
-                    self.schema_version = drive(
-                        _sync_execute(conn), migrate_plan(POSTGRES, self._where)
+                if read_only:
+                    _read_only_session(conn)
+                    self.schema_version: int | None = drive(
+                        _sync_execute(conn), inspect_plan(POSTGRES, self._where)
                     )
+                else:
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+                        self.schema_version = drive(
+                            _sync_execute(conn), migrate_plan(POSTGRES, self._where)
+                        )
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())
             msg = (
@@ -94,6 +121,7 @@ class PostgresStore(PlanStore):
             min_size=1,
             max_size=max_size,
             kwargs={"autocommit": True},
+            configure=_read_only_session if read_only else None,
             open=True,
             name="solvi",
             timeout=connect_timeout * 3,
@@ -115,8 +143,20 @@ class PostgresStore(PlanStore):
         return pool
 
     def _run(self, plan: Plan[T], *, write: bool) -> T:
-        with self._sync_pool().connection() as conn, conn.transaction():
-            return drive(_sync_execute(conn), plan)
+        if write:
+            self._check_writable()
+        import psycopg
+
+        try:
+            with self._sync_pool().connection() as conn, conn.transaction():
+                return drive(_sync_execute(conn), plan)
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
+            if write:
+                raise
+            # A table or column gone: the store is damaged, which its caller reports.
+            reason = " ".join(str(exc).split())
+            msg = f"PostgreSQL store {self._where} cannot be read: {reason}"
+            raise StoreError(msg) from exc
 
     async def _async_pool(self) -> psycopg_pool.AsyncConnectionPool[Any] | None:
         """The async pool of the running asyncio loop, or None (trio, or another loop)."""
@@ -136,6 +176,7 @@ class PostgresStore(PlanStore):
                     min_size=1,
                     max_size=self._max_size,
                     kwargs={"autocommit": True},
+                    configure=_aread_only_session if self.read_only else None,
                     open=False,
                     name="solvi-async",
                     timeout=self._timeout,
@@ -145,6 +186,8 @@ class PostgresStore(PlanStore):
         return self._apool if self._apool_loop is loop else None
 
     async def _arun(self, plan: Plan[T], *, write: bool) -> T:
+        if write:
+            self._check_writable()
         pool = await self._async_pool()
         if pool is None:
 
@@ -206,6 +249,16 @@ class PostgresStore(PlanStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_only_session(conn: psycopg.Connection[Any]) -> None:
+    """Make every transaction of this session read only: the server refuses writes."""
+    conn.execute("SET default_transaction_read_only = on")
+
+
+async def _aread_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
+    """`_read_only_session` for the async pool."""
+    await conn.execute("SET default_transaction_read_only = on")
 
 
 def _sync_execute(conn: psycopg.Connection[Any]) -> Callable[[str, tuple[Any, ...]], list[Row]]:

@@ -10,10 +10,21 @@ from typing import Any
 
 import anyio.to_thread
 
-from solvi._db.store_plans import SQLITE, Plan, PlanStore, Row, T, drive, migrate_plan
+from solvi._db.store_plans import (
+    SQLITE,
+    Plan,
+    PlanStore,
+    Row,
+    T,
+    drive,
+    inspect_plan,
+    migrate_plan,
+)
 from solvi.errors import StoreError
 
 __all__ = ["SQLiteStore"]
+
+_FIX = "give the path of a store a System wrote (System(store=...))"
 
 
 class SQLiteStore(PlanStore):
@@ -27,17 +38,27 @@ class SQLiteStore(PlanStore):
     Args:
         path: the database file; created, with its tables, when missing.
         timeout: seconds to wait for another process's write lock.
+        read_only: open an existing store without writing to the file (SQLite's
+            ``mode=ro``): no schema is created or migrated, and writes raise.
 
     Raises:
         StoreError: the file cannot be opened as a database, or its schema is
-            newer than this solvi.
+            newer than this solvi; read only, also when the file is missing,
+            empty, not a SQLite database, or one without solvi's tables.
     """
 
     _dialect = SQLITE
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, timeout: float = 30.0, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if read_only:
+            self._conn = self._open_read_only(timeout)
+            return
         try:
             conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -48,11 +69,13 @@ class SQLiteStore(PlanStore):
                 f"exists and is writable"
             )
             raise StoreError(msg) from exc
-        self._conn: sqlite3.Connection | None = conn
+        self._conn = conn
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            self.schema_version = self._run(migrate_plan(SQLITE, repr(str(self.path))), write=True)
+            self.schema_version: int | None = self._run(
+                migrate_plan(SQLITE, repr(str(self.path))), write=True
+            )
         except sqlite3.DatabaseError as exc:
             conn.close()
             msg = f"{str(self.path)!r} is not a usable SQLite store: {exc}; give a new file name"
@@ -61,10 +84,67 @@ class SQLiteStore(PlanStore):
             conn.close()
             raise
 
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        """Connect without write access, and check the file holds a solvi store."""
+        where = repr(str(self.path))
+        if not self.path.is_file():
+            what = "a folder" if self.path.is_dir() else "no such file"
+            msg = f"no SQLite store at {where}: {what}; {_FIX}"
+            raise StoreError(msg)
+        if self.path.stat().st_size == 0:
+            msg = f"{where} is an empty file (0 bytes), not a solvi store; {_FIX}"
+            raise StoreError(msg)
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        # Without a -wal file no connection has the database open in WAL mode, so it
+        # can be looked at as immutable, which creates no side file: a file refused
+        # as no store is left exactly as it was. The reading connection is plain
+        # read only, safe beside a writer (on a WAL store SQLite may add its -shm).
+        quiet = not Path(f"{self.path}-wal").exists()
+        if quiet:
+            first = self._connect(uri + "&immutable=1", timeout)
+            try:
+                self.schema_version = self._inspect(first)
+            finally:
+                first.close()
+        conn = self._connect(uri, timeout)
+        if not quiet:
+            try:
+                self.schema_version = self._inspect(conn)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def _connect(self, uri: str, timeout: float) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(
+                uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            msg = f"cannot open SQLite store {str(self.path)!r} to read it: {exc}; {_FIX}"
+            raise StoreError(msg) from exc
+
+    def _inspect(self, conn: sqlite3.Connection) -> int | None:
+        """Check, through `conn`, that the file holds a solvi store; its schema version."""
+        where = repr(str(self.path))
+        self._conn = conn
+        try:
+            return self._run(inspect_plan(SQLITE, where), write=False)
+        except StoreError as exc:
+            cause = exc.__cause__
+            if getattr(cause, "sqlite_errorname", None) == "SQLITE_NOTADB":
+                msg = f"{where} is not a SQLite database ({cause}), so not a solvi store; {_FIX}"
+                raise StoreError(msg) from cause
+            raise
+        finally:
+            self._conn = None
+
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
     def _run(self, plan: Plan[T], *, write: bool) -> T:
+        if write:
+            self._check_writable()
         with self._lock:
             conn = self._conn
             if conn is None:
@@ -74,13 +154,21 @@ class SQLiteStore(PlanStore):
             def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
                 return conn.execute(sql.replace("%s", "?"), params).fetchall()
 
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                result = drive(execute, plan)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = drive(execute, plan)
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if write:
+                    raise
+                # A read that the file's contents refuse (a table or column gone, not a
+                # database at all): the store is damaged, which its caller reports.
+                msg = f"SQLite store {str(self.path)!r} cannot be read: {exc}"
+                raise StoreError(msg) from exc
             return result
 
     async def _arun(self, plan: Plan[T], *, write: bool) -> T:

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 
 import attrs
 
-from solvi.audit import GENESIS, AuditEntry, _chain, _record_text, _response_items
+from solvi.audit import (
+    GENESIS,
+    AuditEntry,
+    AuditMark,
+    StoredResponse,
+    _chain,
+    _record_text,
+    _response_items,
+)
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
 __all__ = [
@@ -25,12 +33,14 @@ __all__ = [
     "POSTGRES",
     "SCHEMA_VERSION",
     "SQLITE",
+    "STORE_TABLES",
     "Plan",
     "PlanStore",
     "Row",
     "Statement",
     "T",
     "drive",
+    "inspect_plan",
     "migrate_plan",
 ]
 
@@ -51,6 +61,10 @@ class _Dialect:
     """How the two databases spell what the schema and the plans need."""
 
     name: str
+    #: how messages name a database of this kind
+    label: str
+    #: the names of the tables in the store's schema, one per row
+    tables_sql: str
     id_column: str
     time: str
     blob: str
@@ -68,6 +82,11 @@ class _Dialect:
 
 SQLITE = _Dialect(
     name="sqlite",
+    label="SQLite",
+    tables_sql=(
+        "SELECT name FROM sqlite_master WHERE type = 'table' "
+        "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+    ),
     id_column="INTEGER PRIMARY KEY AUTOINCREMENT",
     time="TEXT",
     blob="BLOB",
@@ -77,6 +96,11 @@ SQLITE = _Dialect(
 )
 POSTGRES = _Dialect(
     name="postgresql",
+    label="PostgreSQL",
+    tables_sql=(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_schema = current_schema() ORDER BY table_name"
+    ),
     id_column="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     time="TIMESTAMPTZ",
     blob="BYTEA",
@@ -129,6 +153,11 @@ def _schema_v1(d: _Dialect) -> list[Statement]:
 MIGRATIONS: tuple[Callable[[_Dialect], list[Statement]], ...] = (_schema_v1,)
 SCHEMA_VERSION = len(MIGRATIONS)
 
+#: The tables that hold decisions and their audit log: a store lacking one is damaged.
+STORE_TABLES = ("solvi_responses", "solvi_audit", "solvi_audit_head")
+#: Every table of the schema: a database with none of them is not a solvi store.
+_SCHEMA_TABLES = frozenset({*STORE_TABLES, "solvi_schema_version", "solvi_costs", "solvi_blobs"})
+
 
 def migrate_plan(d: _Dialect, where: str) -> Plan[int]:
     yield ("CREATE TABLE IF NOT EXISTS solvi_schema_version (version INTEGER NOT NULL)", ())
@@ -148,6 +177,53 @@ def migrate_plan(d: _Dialect, where: str) -> Plan[int]:
             yield statement
         yield ("UPDATE solvi_schema_version SET version = %s", (version,))
     return SCHEMA_VERSION
+
+
+def _not_a_store(d: _Dialect, where: str, tables: list[str]) -> str:
+    """Why a database without solvi's tables is refused, naming what it holds instead."""
+    if not tables:
+        holds = "it has no tables"
+    elif "journal_requests" in tables:
+        holds = "it holds a solvi journal, which keeps no decisions"
+    else:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        holds = f"its tables are {shown}"
+    return (
+        f"{where} is a {d.label} database without solvi's tables ({holds}), so it is not a "
+        f"solvi store; give the store a System wrote (System(store=...))"
+    )
+
+
+def inspect_plan(d: _Dialect, where: str) -> Plan[int | None]:
+    """Check, without writing, that a database is a solvi store; its schema version
+    (None when its version table is gone: the store is damaged, `verify` says how).
+
+    Raises:
+        StoreError: the database has none of solvi's tables, or a newer schema.
+    """
+    rows = yield (d.tables_sql, ())
+    tables = [str(r[0]) for r in rows]
+    if not _SCHEMA_TABLES.intersection(tables):
+        raise StoreError(_not_a_store(d, where, tables))
+    if "solvi_schema_version" not in tables:
+        return None
+    rows = yield ("SELECT version FROM solvi_schema_version", ())
+    version = rows[0][0] if rows else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        return None
+    if version > SCHEMA_VERSION:
+        msg = (
+            f"store {where} has schema version {version}, but this solvi knows versions up "
+            f"to {SCHEMA_VERSION}; upgrade solvi to open it"
+        )
+        raise StoreError(msg)
+    return version
+
+
+def _missing_tables_plan(d: _Dialect) -> Plan[tuple[str, ...]]:
+    rows = yield (d.tables_sql, ())
+    present = {str(r[0]) for r in rows}
+    return tuple(t for t in STORE_TABLES if t not in present)
 
 
 # -- plans: every operation, once for both backends -------------------------------------
@@ -219,15 +295,36 @@ def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
             f"with iter_records()"
         )
         raise MissingRecordError(msg, request_id=request_id)
-    record: dict[str, Any] = json.loads(rows[0][0])
-    return record
+    return _load_record(request_id, rows[0][0])
+
+
+def _load_record(request_id: object, text: object) -> dict[str, Any]:
+    """A stored record's text as data; a StoreError when it is not a JSON object."""
+    try:
+        record = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError as exc:
+        problem = f"is not JSON ({exc})"
+    else:
+        if isinstance(record, dict):
+            return record
+        problem = f"is not a JSON object (it is {type(record).__name__})"
+    msg = (
+        f"the stored record of request {request_id!r} {problem}; it was written outside "
+        f"solvi: run `solvi audit verify` on the store"
+    )
+    raise StoreError(msg)
+
+
+def _last_row_plan() -> Plan[int]:
+    rows = yield ("SELECT COALESCE(MAX(id), 0) FROM solvi_responses", ())
+    return int(rows[0][0])
 
 
 def _records_plan(
-    d: _Dialect, after: int, since: dt.datetime | None, catalog: str | None
+    d: _Dialect, after: int, upto: int, since: dt.datetime | None, catalog: str | None
 ) -> Plan[list[Row]]:
-    sql = "SELECT id, request_id, record FROM solvi_responses WHERE id > %s"
-    params: list[Any] = [after]
+    sql = "SELECT id, request_id, record FROM solvi_responses WHERE id > %s AND id <= %s"
+    params: list[Any] = [after, upto]
     if since is not None:
         sql += " AND created >= %s"
         params.append(d.stamp(since))
@@ -275,6 +372,28 @@ def _load_blob_plan(catalog: str, name: str) -> Plan[bytes | None]:
     return bytes(rows[0][0]) if rows else None
 
 
+def _stored_plan(after: int, upto: int) -> Plan[list[Row]]:
+    rows = yield (
+        "SELECT id, request_id, catalog, catalog_version, hash, created, record "
+        "FROM solvi_responses WHERE id > %s AND id <= %s ORDER BY id LIMIT %s",
+        (after, upto, _BATCH),
+    )
+    return rows
+
+
+def _mark_plan() -> Plan[AuditMark]:
+    # One statement, so one snapshot on PostgreSQL too: every response up to
+    # `last_row` has its entries up to the head read with it.
+    rows = yield (
+        "SELECT (SELECT seq FROM solvi_audit_head WHERE id = 1), "
+        "(SELECT hash FROM solvi_audit_head WHERE id = 1), "
+        "(SELECT COALESCE(MAX(id), 0) FROM solvi_responses)",
+        (),
+    )
+    head_seq, head_hash, last_row = rows[0]
+    return AuditMark(head_seq, head_hash, int(last_row))
+
+
 def _audit_plan(after: int) -> Plan[list[Row]]:
     rows = yield (
         "SELECT seq, kind, request_id, payload, prev_hash, hash FROM solvi_audit "
@@ -315,6 +434,17 @@ class PlanStore(abc.ABC):
     """The public operations of a store, on top of a backend that runs plans."""
 
     _dialect: _Dialect
+    #: opened read only (`open_store(..., read_only=True)`): every write is refused
+    read_only: bool = False
+
+    def _check_writable(self) -> None:
+        """Refuse a write on a store opened read only (a backend calls it before one)."""
+        if self.read_only:
+            msg = (
+                f"{self!r} was opened read only (for auditing), so it writes nothing; "
+                f"open it with open_store(...) to save"
+            )
+            raise StoreError(msg)
 
     @abc.abstractmethod
     def _run(self, plan: Plan[T], *, write: bool) -> T:
@@ -333,6 +463,7 @@ class PlanStore(abc.ABC):
     def save_plan(self, record: Mapping[str, Any], request_id: str) -> Plan[None]:
         """The plan `save_response` runs: for a journal sharing this store's database,
         which runs it in the transaction that closes the request."""
+        self._check_writable()
         request_id = _check_request_id(request_id)
         text = _dump_record(record, request_id)
         return _save_plan(self._dialect, record, request_id, text, _now())
@@ -374,16 +505,25 @@ class PlanStore(abc.ABC):
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(request_id, record) pairs in the order they were stored, read in batches.
 
+        Only records stored before the iteration began come back: records saved
+        meanwhile (by this process or another) are left for the next iteration,
+        so a pass over a store that is being written to ends.
+
         Args:
             since: only records stored at or after this time (a naive time is UTC).
             catalog: only records of the catalog with this name.
+
+        Raises:
+            StoreError: a stored record is not JSON (it was written outside solvi).
         """
         since = _aware(since)
+        upto = self._run(_last_row_plan(), write=False)
         after = 0
         while True:
-            rows = self._run(_records_plan(self._dialect, after, since, catalog), write=False)
+            plan = _records_plan(self._dialect, after, upto, since, catalog)
+            rows = self._run(plan, write=False)
             for row_id, request_id, text in rows:
-                yield str(request_id), json.loads(text)
+                yield str(request_id), _load_record(request_id, text)
                 after = int(row_id)
             if len(rows) < _BATCH:
                 return
@@ -393,12 +533,13 @@ class PlanStore(abc.ABC):
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """`iter_records` for async code."""
         since = _aware(since)
+        upto = await self._arun(_last_row_plan(), write=False)
         after = 0
         while True:
-            plan = _records_plan(self._dialect, after, since, catalog)
+            plan = _records_plan(self._dialect, after, upto, since, catalog)
             rows = await self._arun(plan, write=False)
             for row_id, request_id, text in rows:
-                yield str(request_id), json.loads(text)
+                yield str(request_id), _load_record(request_id, text)
                 after = int(row_id)
             if len(rows) < _BATCH:
                 return
@@ -445,9 +586,11 @@ class PlanStore(abc.ABC):
 
     # -- audit log -------------------------------------------------------------------
 
-    def audit_entries(self) -> Iterator[AuditEntry]:
-        """Every audit entry by sequence number, read in batches."""
-        after = 0
+    def audit_entries(self, *, after: int = 0) -> Iterator[AuditEntry]:
+        """Every audit entry after sequence number `after`, in order, read in batches.
+
+        The fields are as the database holds them: `verify` checks their types.
+        """
         while True:
             rows = self._run(_audit_plan(after), write=False)
             for seq, kind, request_id, payload, prev_hash, digest in rows:
@@ -459,6 +602,25 @@ class PlanStore(abc.ABC):
     def audit_head(self) -> tuple[int, str]:
         """The sequence number and hash of the last entry appended (0 and `GENESIS` at first)."""
         return self._run(_head_plan(), write=False)
+
+    def audit_mark(self) -> AuditMark:
+        """The chain head and the newest response's row, read in one snapshot (for `verify`)."""
+        return self._run(_mark_plan(), write=False)
+
+    def stored_responses(self, *, upto: int) -> Iterator[StoredResponse]:
+        """Every row of the responses table up to row `upto`, in row order, as stored."""
+        after = 0
+        while True:
+            rows = self._run(_stored_plan(after, upto), write=False)
+            for row in rows:
+                yield StoredResponse(*row)
+                after = int(row[0])
+            if len(rows) < _BATCH:
+                return
+
+    def missing_tables(self) -> tuple[str, ...]:
+        """The tables of decisions and of the audit log that the database lacks."""
+        return self._run(_missing_tables_plan(self._dialect), write=False)
 
 
 def _aware(when: dt.datetime | None) -> dt.datetime | None:
