@@ -1,10 +1,13 @@
-"""Replay: re-run a stored request through the System and report what changed.
+"""Replay: re-run a stored request through a System, read only, and report what changed.
 
-A replay asks the System again with the record's input and early-exit
-setting, then compares answers, computed values and the record hash. A step
-that timed out when the request was recorded is not judged: a timeout belongs
-to its moment, so every answer and value that depended on it is reported as
-skipped, and the hash is not compared. A record of another catalog, or of
+A replay plans the record's input with the System's catalog, runs the flow
+with the record's early-exit setting, and compares answers, computed values,
+every planned step and the record hash. It runs the request itself, not
+through `System.ask`: nothing is stored, journaled or learned (costs,
+producer choices and the order model stay as they were), and no hook is told.
+A step that timed out when the request was recorded is not run again: a
+timeout belongs to its moment, so the step takes its recorded outcome and
+everything downstream is compared as usual. A record of another catalog, or of
 another version of this catalog, is refused rather than compared.
 """
 
@@ -12,20 +15,28 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from solvi._run.scheduler import CALL, Run, attempts, drives
+from solvi._run.steps import Cause, Node, Program, call_sync, cause_of, effective_timeout
+from solvi.errors import RequestError
 from solvi.record import canonical_json
+from solvi.response import Response
+from solvi.strategy import Price, Prices
 
 if TYPE_CHECKING:
     from solvi.storage import Store
     from solvi.system import System
 
-__all__ = ["Difference", "ReplayResult", "ReplaySummary", "Skipped", "replay", "replay_store"]
+__all__ = ["Difference", "ReplayResult", "ReplaySummary", "iter_replays", "replay", "replay_store"]
 
-TIMED_OUT = "timed out when recorded"
+#: Recorded outcomes a replay takes instead of calling the part again: they belong to
+#: their moment (a slow service, a crash), not to the inputs.
+NOT_RERUN = frozenset({"timeout", "interrupted"})
 
 
 @attrs.frozen
@@ -34,50 +45,48 @@ class Difference:
 
     `kind` is ``"answer"`` (`name` is the question; `stored` and `replayed`
     hold status, value, reason and guard), ``"value"`` (`name` is the fact;
-    None stands for a fact that was not computed) or ``"hash"`` (`name` is
-    ``"hash"``).
+    None stands for a fact that was not computed), ``"step"`` (`name` is the
+    part; each side is ``{"outcome": ..., "message": ...}`` for a step that
+    ran, ``{"skipped": reason}`` for one that did not, or None for a step the
+    record does not mention, e.g. one deleted from it) or ``"hash"`` (`name`
+    is ``"hash"``).
     """
 
-    kind: Literal["answer", "value", "hash"]
+    kind: Literal["answer", "value", "step", "hash"]
     name: str
     stored: Any
     replayed: Any
 
     def __str__(self) -> str:
-        stored, replayed = _short(self.stored), _short(self.replayed)
+        if self.kind == "step":
+            stored, replayed = _step_text(self.stored), _step_text(self.replayed)
+        else:
+            stored, replayed = _short(self.stored), _short(self.replayed)
         return f"{self.kind} {self.name}: stored {stored}, replayed {replayed}"
-
-
-@attrs.frozen
-class Skipped:
-    """Something the replay did not compare, and why (a step timed out when recorded).
-
-    `kind` is ``"answer"``, ``"value"`` or ``"hash"``, as in `Difference`.
-    """
-
-    kind: Literal["answer", "value", "hash"]
-    name: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.name}: skipped, {self.reason}"
 
 
 @attrs.frozen
 class ReplayResult:
     """The outcome of replaying one record.
 
-    `same` is True when nothing compared differs (and the record was not
-    refused); `skipped` lists the answers, values and hash that were not
-    compared because a step timed out when recorded;
-    `refused` says why the record was not replayed at all.
+    `same` is True when nothing differs (and the record was not refused);
+    `not_rerun` names the steps that took their recorded outcome instead of
+    running again (they timed out when recorded); `refused` says why the
+    record was not replayed at all.
     """
 
     request_id: str | None
     same: bool
     differences: tuple[Difference, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
+    not_rerun: tuple[str, ...] = ()
     refused: str | None = None
+
+    def lines(self) -> list[str]:
+        """One line per difference, or the refusal, each naming the request."""
+        out = [f"  {self.request_id}: {d}" for d in self.differences]
+        if self.refused is not None:
+            out.append(f"  {self.request_id}: refused: {self.refused}")
+        return out
 
 
 @attrs.frozen
@@ -100,7 +109,7 @@ class ReplaySummary:
 
     @property
     def refused(self) -> int:
-        """Records not replayed (another catalog version)."""
+        """Records not replayed (another catalog version, or not a decision record)."""
         return sum(1 for r in self.results if r.refused is not None)
 
     @property
@@ -110,21 +119,46 @@ class ReplaySummary:
 
     def __str__(self) -> str:
         lines = [
-            f"replayed {len(self.results)} records of catalog {self.catalog} "
-            f"(version {self.version}): {self.same} same, {self.different} different, "
-            f"{self.refused} refused"
+            summary_line(
+                self.catalog,
+                self.version,
+                len(self.results),
+                self.same,
+                self.different,
+                self.refused,
+            )
         ]
         for r in self.results:
-            for d in r.differences:
-                lines.append(f"  {r.request_id}: {d}")
-            if r.refused is not None:
-                lines.append(f"  {r.request_id}: refused: {r.refused}")
+            lines.extend(r.lines())
         return "\n".join(lines)
+
+
+def summary_line(
+    catalog: str, version: str, total: int, same: int, different: int, refused: int
+) -> str:
+    """The first line of a `ReplaySummary` (also the last line `solvi replay` prints)."""
+    return (
+        f"replayed {total} records of catalog {catalog} (version {version}): {same} same, "
+        f"{different} different, {refused} refused"
+    )
 
 
 def _short(value: Any, width: int = 60) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _step_text(state: Mapping[str, Any] | None) -> str:
+    """A step's state as a reader says it: missing, ran (outcome), skipped (reason)."""
+    if state is None:
+        return "missing"
+    said = []
+    if "outcome" in state:
+        message = state.get("message")
+        said.append(f"ran ({state['outcome']}{': ' + str(message) if message else ''})")
+    if "skipped" in state:
+        said.append(f"skipped ({state['skipped']})")
+    return " and ".join(said)
 
 
 def _resolve_store(system: System, store: Store | None) -> Store:
@@ -138,23 +172,6 @@ def _resolve_store(system: System, store: Store | None) -> Store:
         )
         raise ValueError(msg)
     return own
-
-
-def _tainted(system: System, record: Mapping[str, Any]) -> frozenset[str]:
-    """Facts that timed out when recorded, and every fact computed from them."""
-    timed_out = {g["fact"] for g in record.get("safeguards", ()) if g.get("kind") == "timeout"}
-    if not timed_out:
-        return frozenset()
-    flow = system.plan(record["input"])
-    tainted = set(timed_out)
-    changed = True
-    while changed:
-        changed = False
-        for node in flow.nodes:
-            if node.fact not in tainted and tainted.intersection(node.inputs):
-                tainted.add(node.fact)
-                changed = True
-    return frozenset(tainted)
 
 
 def _refusal(system: System, record: Mapping[str, Any]) -> str | None:
@@ -173,17 +190,53 @@ def _refusal(system: System, record: Mapping[str, Any]) -> str | None:
     return None
 
 
+_FIX = "pass a Response.record or a request id stored in the store"
+
+
 def _check_record(record: object) -> Mapping[str, Any]:
-    fix = "pass a Response.record or a request id stored in the store"
     if not isinstance(record, Mapping):
-        msg = f"not a decision record: got {type(record).__name__}; {fix}"
+        msg = f"not a decision record: got {type(record).__name__}; {_FIX}"
         raise TypeError(msg)
     needed = ("catalog", "catalog_version", "input", "early_exit", "answers", "values", "hash")
     missing = [k for k in needed if k not in record]
     if missing:
-        msg = f"not a decision record (it has no {', '.join(missing)}); {fix}"
+        msg = f"not a decision record (it has no {', '.join(missing)}); {_FIX}"
         raise ValueError(msg)
+    for key in ("input", "answers", "values"):
+        if not isinstance(record[key], Mapping):
+            msg = f"not a decision record: its {key} is a {type(record[key]).__name__}; {_FIX}"
+            raise ValueError(msg)  # noqa: TRY004  # a record of the wrong shape, as one lacking a key
+    _step_states(record)  # a malformed trace is refused here, not half-compared
     return record
+
+
+def _step_states(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each step a record mentions: the outcome of one that ran, the reason for one skipped.
+
+    A record without ``steps`` or ``skipped`` mentions none of its steps there.
+
+    Raises:
+        ValueError: ``steps`` or ``skipped`` does not have a record's shape.
+    """
+    states: dict[str, dict[str, Any]] = {}
+    steps = record.get("steps", [])
+    skipped = record.get("skipped", [])
+    if not isinstance(steps, list) or not all(
+        isinstance(s, Mapping) and isinstance(s.get("part"), str) for s in steps
+    ):
+        msg = f"not a decision record: its steps are not a list of steps with a part; {_FIX}"
+        raise ValueError(msg)
+    if not isinstance(skipped, list) or not all(
+        isinstance(s, list | tuple) and len(s) == 2 and isinstance(s[0], str) for s in skipped
+    ):
+        msg = f"not a decision record: its skipped are not [part, reason] pairs; {_FIX}"
+        raise ValueError(msg)
+    for step in steps:
+        state = states.setdefault(step["part"], {})
+        state["outcome"], state["message"] = step.get("outcome"), step.get("message")
+    for part, reason in skipped:
+        states.setdefault(part, {})["skipped"] = reason
+    return states
 
 
 def replay(
@@ -192,13 +245,15 @@ def replay(
     *,
     store: Store | None = None,
 ) -> ReplayResult:
-    """Re-run a stored request through `system` and list every difference.
+    """Re-run a stored request through `system`, without writing anything, and list
+    every difference.
 
-    Runs ``system.ask(record["input"], early_exit=record["early_exit"])``
-    (async parts run in an event loop of their own, as `ask` always does)
-    and compares each answer, each computed value and the hash. Answers and
-    values that depended on a step that timed out when recorded are skipped,
-    not compared, and so is the hash.
+    Plans the record's input, runs the flow with the record's early-exit
+    setting (async parts in an event loop of their own, as under `ask`) and
+    compares each answer, each computed value, each planned step (one that the
+    record neither ran nor lists as skipped is a difference) and the hash. A
+    step that timed out when recorded is not run again: it takes its recorded
+    outcome. Nothing is stored, journaled, learned or told to hooks.
 
     Args:
         system: the System to replay with; its catalog version must be the record's.
@@ -208,7 +263,8 @@ def replay(
 
     Returns:
         A `ReplayResult`; `refused` is set, and nothing compared, when the
-        record is of another catalog or catalog version.
+        record is of another catalog or catalog version, or sets a key the
+        System does not let a request set.
 
     Raises:
         TypeError: `record_or_request_id` is neither a mapping nor a string.
@@ -225,59 +281,147 @@ def replay(
     refused = _refusal(system, record)
     if refused is not None:
         return ReplayResult(request_id, same=False, refused=refused)
-    response = system.ask(dict(record["input"]), early_exit=bool(record["early_exit"]))
+    try:
+        run, not_rerun = _rerun(system, record)
+    except RequestError as exc:
+        return ReplayResult(request_id, same=False, refused=str(exc))
+    response = Response(run, system.name, system.version)
     # Compare JSON with JSON: the stored record went through the same conversion.
     fresh: dict[str, Any] = json.loads(canonical_json(response.record))
-    return _compare(system, record, fresh, request_id)
+    differences = _compare(record, fresh)
+    return ReplayResult(
+        request_id, same=not differences, differences=differences, not_rerun=not_rerun
+    )
 
 
-def _compare(
-    system: System, record: Mapping[str, Any], fresh: Mapping[str, Any], request_id: str | None
-) -> ReplayResult:
-    tainted = _tainted(system, record)
-    flow = system.plan(record["input"]) if tainted else None
+# -- running the request again, touching nothing ------------------------------------------
+
+
+def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, ...]]:
+    """Run the record's request through `system`'s flow: no journal, store, learning or
+    hooks. Returns the finished run and the steps that took their recorded outcome."""
+    state = system._as_state(record["input"])
+    program, prices = _program(system, state, record)
+    run = Run(
+        program,
+        state,
+        early_exit=bool(record["early_exit"]),
+        timeout=system.timeout,
+        started=perf_counter(),
+        prices=prices,
+        found=system.guards == "found",
+    )
+    recorded = _recorded_outcomes(record, program)
+    taken: list[str] = []
+    policy = system._order_policy(None)
+    for drive in drives(
+        run, policy, system._node_cost, by_declaration=system._by_declaration(policy)
+    ):
+        nodes = program.nodes
+        for index in run.still_to_run(drive.indices, drive.filter_wanted):
+            _run_node(run, nodes[index], recorded, taken)
+    return run, tuple(taken)
+
+
+def _program(
+    system: System, state: Mapping[str, Any], record: Mapping[str, Any]
+) -> tuple[Program, Prices | None]:
+    """The flow the record ran. Under measured costs, the producers the record's plan
+    names, whatever the cost book would choose now (and without counting an ask)."""
+    keys = frozenset(state)
+    chooser = system._chooser
+    if chooser is None:
+        return system._program(keys), None
+    _, current = chooser.prices(ask=False)
+    prices: dict[str, Price] = dict(current)
+    plan = record.get("plan")
+    for fact, group in chooser.groups.items():
+        entry = plan.get(fact) if isinstance(plan, Mapping) else None
+        if not isinstance(entry, Mapping):
+            continue
+        producer, costs = entry.get("producer"), entry.get("candidates")
+        if producer not in {p.name for p in group} or not isinstance(costs, Mapping):
+            continue
+        for p in group:
+            cost = costs.get(p.name)
+            if not isinstance(cost, int | float) or isinstance(cost, bool):
+                cost = prices[p.name].cost_ms
+            source = str(entry.get("source")) if p.name == producer else prices[p.name].source
+            prices[p.name] = Price(float(cost), source, preferred=p.name == producer)
+    signature = tuple(
+        next(p.name for p in group if prices[p.name].preferred) for group in chooser.groups.values()
+    )
+    return system._program((keys, signature), prices), prices
+
+
+def _recorded_outcomes(record: Mapping[str, Any], program: Program) -> dict[str, Cause]:
+    """The planned calls the record holds as timed out (or interrupted): part -> cause."""
+    facts = {p.name: node.fact for node in program.nodes for p in node.parts}
+    out: dict[str, Cause] = {}
+    for step in record.get("steps", ()):
+        part, outcome = step["part"], step.get("outcome")
+        if outcome in NOT_RERUN and part in facts:
+            message = step.get("message")
+            out[part] = Cause(
+                str(outcome), part, facts[part], "" if message is None else str(message)
+            )
+    return out
+
+
+def _run_node(run: Run, node: Node, recorded: Mapping[str, Cause], taken: list[str]) -> None:
+    """Carry out a node's attempts in this thread; a call the record holds as timed out
+    is not made: it takes its recorded outcome, as a resume takes a journaled one."""
+    plan = attempts(run, node)
+    try:
+        action, arg = next(plan)
+        while True:
+            if action != CALL:  # no journal, so no start to write
+                reply: Any = None
+            else:
+                part, args, _ = arg
+                cause = recorded.get(part.name)
+                if cause is not None:
+                    taken.append(part.name)
+                    reply = None, cause
+                else:
+                    try:
+                        reply = call_sync(part, args, effective_timeout(part, run.timeout)), None
+                    except Exception as exc:
+                        reply = None, cause_of(exc, part.name, node.fact)
+            action, arg = plan.send(reply)
+    except StopIteration:
+        return
+
+
+# -- comparing ---------------------------------------------------------------------------
+
+
+def _compare(record: Mapping[str, Any], fresh: Mapping[str, Any]) -> tuple[Difference, ...]:
     differences: list[Difference] = []
-    skipped: list[Skipped] = []
     stored_answers: Mapping[str, Any] = record["answers"]
     fresh_answers: Mapping[str, Any] = fresh["answers"]
     for name in _union(stored_answers, fresh_answers):
-        stored = stored_answers.get(name)
-        if stored is not None and (
-            stored.get("guard") == "timeout"
-            or (flow is not None and _question_facts(flow, name) & tainted)
-        ):
-            skipped.append(Skipped("answer", name, TIMED_OUT))
-            continue
-        replayed = fresh_answers.get(name)
+        stored, replayed = stored_answers.get(name), fresh_answers.get(name)
         if stored != replayed:
             differences.append(Difference("answer", name, stored, replayed))
     stored_values: Mapping[str, Any] = record["values"]
     fresh_values: Mapping[str, Any] = fresh["values"]
     for fact in _union(stored_values, fresh_values):
-        if fact in tainted:
-            skipped.append(Skipped("value", fact, TIMED_OUT))
-            continue
         if stored_values.get(fact) != fresh_values.get(fact) or (
             (fact in stored_values) != (fact in fresh_values)
         ):
             differences.append(
                 Difference("value", fact, stored_values.get(fact), fresh_values.get(fact))
             )
-    if tainted:
-        skipped.append(Skipped("hash", "hash", TIMED_OUT))
-    elif record["hash"] != fresh["hash"]:
+    stored_steps, fresh_steps = _step_states(record), _step_states(fresh)
+    # Every planned step, in flow order, then any other step the record mentions.
+    for part in _union(fresh["flow"], stored_steps):
+        stored_step, fresh_step = stored_steps.get(part), fresh_steps.get(part)
+        if stored_step != fresh_step:
+            differences.append(Difference("step", part, stored_step, fresh_step))
+    if record["hash"] != fresh["hash"]:
         differences.append(Difference("hash", "hash", record["hash"], fresh["hash"]))
-    return ReplayResult(
-        request_id, same=not differences, differences=tuple(differences), skipped=tuple(skipped)
-    )
-
-
-def _question_facts(flow: Any, name: str) -> frozenset[str]:
-    try:
-        facts: frozenset[str] = flow.question(name).facts
-    except KeyError:
-        return frozenset()
-    return facts
+    return tuple(differences)
 
 
 def _union(a: Iterable[str], b: Iterable[str]) -> list[str]:
@@ -286,10 +430,44 @@ def _union(a: Iterable[str], b: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+# -- a whole store -------------------------------------------------------------------------
+
+
+def iter_replays(
+    system: System, store: Store | None = None, since: dt.datetime | None = None
+) -> Iterator[ReplayResult]:
+    """Replay the stored records of `system`'s catalog one at a time, in storage order.
+
+    The records are those stored before the first result is asked for (later
+    ones, from any writer, are left out), read in batches, never all at once.
+    A stored record that is not a decision record is refused, not raised.
+
+    Args:
+        system: the System to replay with.
+        store: the store to read (default: the System's store).
+        since: only records stored at or after this time (a naive time is UTC).
+
+    Raises:
+        ValueError: no store was given and the System has none.
+        StoreError: a stored record's text is not JSON.
+    """
+    source = _resolve_store(system, store)
+    for request_id, record in source.iter_records(since=since, catalog=system.name):
+        try:
+            result = replay(system, record)
+        except (TypeError, ValueError) as exc:
+            yield ReplayResult(request_id, same=False, refused=str(exc))
+            continue
+        yield attrs.evolve(result, request_id=request_id)
+
+
 def replay_store(
     system: System, store: Store | None = None, since: dt.datetime | None = None
 ) -> ReplaySummary:
     """Replay every stored record of `system`'s catalog, in the order they were stored.
+
+    Writes nothing: see `replay`. The records are those stored when it starts
+    (see `iter_replays`).
 
     Args:
         system: the System to replay with.
@@ -303,13 +481,4 @@ def replay_store(
     Raises:
         ValueError: no store was given and the System has none.
     """
-    source = _resolve_store(system, store)
-    results = tuple(
-        _replay_one(system, request_id, record)
-        for request_id, record in source.iter_records(since=since, catalog=system.name)
-    )
-    return ReplaySummary(system.name, system.version, results)
-
-
-def _replay_one(system: System, request_id: str, record: Mapping[str, Any]) -> ReplayResult:
-    return attrs.evolve(replay(system, record), request_id=request_id)
+    return ReplaySummary(system.name, system.version, tuple(iter_replays(system, store, since)))

@@ -1,10 +1,12 @@
 """The store commands of `solvi`: ``audit verify STORE`` and ``replay TARGET``.
 
-``solvi audit verify STORE`` walks the audit log of a store and exits 1,
-naming the first bad entry, when it was tampered with. ``solvi replay
-module:system [--store STORE] [--since ISO]`` replays the stored records of
-that System's catalog, prints a summary and exits 1 on any difference.
-`add_store_commands` registers both on the `solvi` parser.
+Both only read. ``solvi audit verify STORE`` opens the store read only, walks
+its audit log and exits 1, naming the first bad entry, when it was tampered
+with. ``solvi replay module:system [--store STORE] [--since ISO]`` replays the
+records of that System's catalog stored before it started, one at a time,
+prints a line per difference and a summary, and exits 1 on any difference.
+Both exit 2, with one line on standard error, when the target, the store or
+an option is wrong. `add_store_commands` registers both on the `solvi` parser.
 """
 
 from __future__ import annotations
@@ -12,16 +14,26 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 
 from solvi._targets import TargetError, load_target
 from solvi.audit import verify
 from solvi.errors import PlanError, SolviError
-from solvi.replay import replay_store
+from solvi.replay import iter_replays, summary_line
 from solvi.storage import Store, open_store
 from solvi.system import System
 
-__all__ = ["add_store_commands", "cmd_audit_verify", "cmd_replay"]
+__all__ = [
+    "EXIT_BROKEN",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_store_commands",
+    "cmd_audit_verify",
+    "cmd_replay",
+]
+
+#: Exit statuses of both commands: all is well; something differs or is broken; the
+#: target, the store or an option is wrong (argparse also exits 2 on bad usage).
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE = 0, 1, 2
 
 _STORE_HELP = "a SQLite file, sqlite:///path/to/file.db or postgresql://user@host:port/database"
 
@@ -31,25 +43,21 @@ class _Failure(Exception):
 
 
 def _open_existing(spec: str) -> Store:
-    """Open a store that must exist already (a missing SQLite file is an error, not created)."""
-    if not spec.startswith(("postgresql://", "postgres://")):
-        path = spec[len("sqlite:///") :] if spec.startswith("sqlite:///") else spec
-        if "://" not in spec and not Path(path).is_file():
-            msg = f"no store at {spec!r}; give the path of an existing store ({_STORE_HELP})"
-            raise _Failure(msg)
+    """Open an existing store read only: nothing is created, migrated or written."""
     try:
-        return open_store(spec)
+        return open_store(spec, read_only=True)
     except (SolviError, ValueError) as exc:
         raise _Failure(str(exc)) from exc
 
 
 def _fail(command: str, exc: BaseException) -> int:
     sys.stderr.write(f"solvi {command}: {exc}\n")
-    return 1
+    return EXIT_USAGE
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    """Verify a store's audit log: exit status 0 when intact, 1 when not (or unreadable)."""
+    """Verify a store's audit log: exit status 0 when intact, 1 when broken, 2 when
+    STORE is not a solvi store (nothing is written to it in any case)."""
     try:
         store = _open_existing(args.store)
     except _Failure as exc:
@@ -60,12 +68,13 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         store.close()
     if report.ok:
         sys.stdout.write(f"{args.store}: {report}\n")
-        return 0
+        return EXIT_OK
+    where = "" if report.first_bad is None else f"first bad entry {report.first_bad}: "
     sys.stdout.write(
-        f"{args.store}: audit log TAMPERED: first bad entry {report.first_bad}: "
-        f"{report.problem} ({report.entries} entries read)\n"
+        f"{args.store}: audit log TAMPERED: {where}{report.problem} "
+        f"({report.entries} entries read)\n"
     )
-    return 1
+    return EXIT_BROKEN
 
 
 def _since(text: str | None) -> dt.datetime | None:
@@ -102,19 +111,30 @@ def _replay_inputs(args: argparse.Namespace) -> tuple[System, Store, bool]:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay a System's stored records: exit status 0 when none differs, 1 otherwise."""
+    """Replay a System's stored records: exit status 0 when none differs, 1 when one
+    does, 2 when the target, the store or an option is wrong."""
     try:
         since = _since(args.since)
         system, store, opened = _replay_inputs(args)
     except _Failure as exc:
         return _fail("replay", exc)
+    total = same = different = refused = 0
     try:
-        summary = replay_store(system, store, since=since)
+        for result in iter_replays(system, store, since=since):
+            total += 1
+            same += result.same
+            different += bool(result.differences)
+            refused += result.refused is not None
+            for line in result.lines():
+                sys.stdout.write(f"{line}\n")
+    except SolviError as exc:
+        return _fail("replay", exc)
     finally:
         if opened:
             store.close()
-    sys.stdout.write(f"{summary}\n")
-    return 0 if summary.ok else 1
+    line = summary_line(system.name, system.version, total, same, different, refused)
+    sys.stdout.write(f"{line}\n")
+    return EXIT_OK if different == 0 else EXIT_BROKEN
 
 
 def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -134,10 +154,11 @@ def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         "verify",
         help="verify the hash chain of a store's audit log",
         description=(
-            "Walk the audit log of STORE and check every entry's hash and its link to the "
-            "previous entry, and every stored record against its decision entry. Exit "
-            "status 1, naming the first bad entry, when anything was edited, deleted or "
-            "reordered."
+            "Open STORE read only, walk its audit log and check every entry's hash and its "
+            "link to the previous entry, and every stored response (record, catalog, "
+            "version, hash, time, order) against its decision entry. Exit status 0 when "
+            "intact; 1, naming the first bad entry, when anything was edited, deleted or "
+            "reordered; 2 when STORE is missing or is not a solvi store."
         ),
     )
     check.add_argument("store", help=_STORE_HELP)
@@ -147,10 +168,12 @@ def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         "replay",
         help="replay stored records and report differences",
         description=(
-            "Replay every stored record of the System's catalog through the System and "
-            "print a summary. Exit status 1 when any record's answers, values or hash "
-            "differ. Records of another catalog version are refused, not compared; "
-            "answers that depended on a step that timed out are skipped."
+            "Replay the records of the System's catalog stored before the command started, "
+            "one at a time, writing nothing; print a line per difference, then a summary. "
+            "Exit status 0 when none differs; 1 when a record's answers, values, steps or "
+            "hash differ; 2 when the target, the store or an option is wrong. Records of "
+            "another catalog version are refused, not compared; a step that timed out "
+            "when recorded is not run again."
         ),
     )
     again.add_argument("target", help="module:attribute or path/to/file.py:attribute (a System)")

@@ -277,8 +277,11 @@ def test_audit_verify_command_exits_1_and_names_the_bad_entry(
 def test_audit_verify_command_refuses_a_missing_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A path with no store is an error (exit 1), not a new empty store that verifies."""
+    """A path with no store is a target error (exit 2), not a new empty store that verifies."""
     missing = tmp_path / "none.db"
-    assert _cli(["audit", "verify", str(missing)]) == 1
-    assert "no store at" in capsys.readouterr().err
+    assert _cli(["audit", "verify", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi audit verify: no SQLite store at {str(missing)!r}: no such file; give the "
+        f"path of a store a System wrote (System(store=...))\n"
+    )
     assert not missing.exists()

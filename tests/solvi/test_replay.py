@@ -1,4 +1,4 @@
-"""Replay: same answers, differences named, other versions refused, timeouts skipped."""
+"""Replay: same answers, differences named, other versions refused, timeouts not re-run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from flows.loans import loans_system
 from stores import Backend
 
 from solvi._targets import load_attribute
-from solvi.replay import Difference, ReplayResult, Skipped, replay, replay_store
+from solvi.replay import Difference, ReplayResult, replay, replay_store
 from solvi.storage import MissingRecordError, Store
 from solvi.storecli import add_store_commands
 from solvi.system import System
@@ -23,12 +23,6 @@ FLOWS = Path(__file__).resolve().parent / "flows"
 TARGET = f"{FLOWS / 'loans.py'}:system"
 ADULT = {"applicant": {"age": 30, "income": 60_000}}
 MINOR = {"applicant": {"age": 16, "income": 60_000}}
-SKIPPED_BUREAU = (
-    Skipped("answer", "clean_record", "timed out when recorded"),
-    Skipped("value", "bureau", "timed out when recorded"),
-    Skipped("value", "clean_record", "timed out when recorded"),
-    Skipped("hash", "hash", "timed out when recorded"),
-)
 
 
 @pytest.fixture
@@ -101,24 +95,26 @@ def test_a_record_of_another_catalog_is_refused(loans: System) -> None:
     assert refused.startswith("the record is from catalog 'claims', this System answers")
 
 
-def test_what_a_timeout_decided_is_skipped_not_compared(
+def test_a_timed_out_step_is_not_rerun_and_everything_is_compared(
     loans: System, settings: dict[str, Any]
 ) -> None:
-    """A step that timed out when recorded is not judged: its answer, values and hash skip."""
+    """A step that timed out when recorded takes its recorded outcome; answers, values,
+    steps and the hash are all compared, and match."""
     settings["bureau_delay"] = 0.2
     record = loans.ask(ADULT).record
     assert record["answers"]["clean_record"]["guard"] == "timeout"
-    settings["bureau_delay"] = 0.0
+    # Called again, the bureau would now raise (a negative sleep): it must not be called.
+    settings["bureau_delay"] = -1
     result = replay(loans, record)
-    assert (result.same, result.differences) == (True, ())
-    assert result.skipped == SKIPPED_BUREAU
+    assert result == ReplayResult(None, same=True, not_rerun=("bureau",))
     settings["limit"] = 60
     changed = replay(loans, record)
     assert [(d.kind, d.name) for d in changed.differences] == [
         ("answer", "approve"),
         ("value", "approve"),
+        ("hash", "hash"),
     ]
-    assert changed.skipped == SKIPPED_BUREAU
+    assert changed.not_rerun == ("bureau",)
 
 
 def test_replay_by_id_needs_a_store(loans: System) -> None:
@@ -207,8 +203,12 @@ def test_replay_command_exits_0_then_1_after_a_change(
     )
     target_module["limit"] = 60
     assert _cli(["replay", TARGET, "--store", db.spec]) == 1
-    out = capsys.readouterr().out
-    assert ": 1 same, 1 different, 0 refused\n  a: answer approve: stored " in out
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("  a: answer approve: stored ")
+    assert out[-1] == (
+        f"replayed 2 records of catalog loans (version {system.version}): 1 same, "
+        f"1 different, 0 refused"
+    )
     since = dt.datetime.now(dt.UTC).isoformat()
     assert _cli(["replay", TARGET, "--store", db.spec, "--since", since]) == 0
     assert "replayed 0 records" in capsys.readouterr().out
@@ -217,10 +217,17 @@ def test_replay_command_exits_0_then_1_after_a_change(
 def test_replay_command_explains_what_is_missing(
     tmp_path: Path, target_module: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No store, a bad --since or a bad target: exit 1 with one line saying what to fix."""
-    assert _cli(["replay", TARGET]) == 1
+    """No store, a bad --since, a bad target or no store file: exit 2 with one line."""
+    assert _cli(["replay", TARGET]) == 2
     assert "has no store; pass --store STORE" in capsys.readouterr().err
-    assert _cli(["replay", TARGET, "--store", str(tmp_path / "x.db"), "--since", "May"]) == 1
+    assert _cli(["replay", TARGET, "--store", str(tmp_path / "x.db"), "--since", "May"]) == 2
     assert "--since 'May' is not an ISO 8601 time" in capsys.readouterr().err
-    assert _cli(["replay", f"{FLOWS / 'loans.py'}:nothing", "--store", "x.db"]) == 1
+    assert _cli(["replay", f"{FLOWS / 'loans.py'}:nothing", "--store", "x.db"]) == 2
     assert capsys.readouterr().err.startswith("solvi replay: ")
+    missing = tmp_path / "none.db"
+    assert _cli(["replay", TARGET, "--store", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi replay: no SQLite store at {str(missing)!r}: no such file; give the path of "
+        f"a store a System wrote (System(store=...))\n"
+    )
+    assert not missing.exists()
