@@ -32,7 +32,16 @@ if TYPE_CHECKING:
     from solvi.storage import Store
     from solvi.system import System
 
-__all__ = ["Difference", "ReplayResult", "ReplaySummary", "iter_replays", "replay", "replay_store"]
+__all__ = [
+    "NOT_RERUN",
+    "Difference",
+    "ReplayResult",
+    "ReplaySummary",
+    "iter_replays",
+    "replay",
+    "replay_store",
+    "summary_line",
+]
 
 #: Recorded outcomes a replay takes instead of calling the part again: they belong to
 #: their moment (a slow service, a crash), not to the inputs.
