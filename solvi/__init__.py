@@ -18,6 +18,7 @@ from solvi.errors import (
 from solvi.flow import Flow
 from solvi.hooks import Hook, RequestEvent, StepEvent, StructlogHook
 from solvi.journal import PostgresJournal, SQLiteJournal
+from solvi.mistakes import SolviWarning
 from solvi.order import FastHead, OrderModel
 from solvi.question import UNSET, Fail, Question
 from solvi.recovery import Recovery, ResumeRefused
@@ -65,6 +66,7 @@ __all__ = [
     "SQLiteStore",
     "Safeguard",
     "SolviError",
+    "SolviWarning",
     "Step",
     "StepEvent",
     "Store",

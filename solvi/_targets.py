@@ -35,6 +35,11 @@ class TargetError(SolviError):
         super().__init__(message)
         self.target = target
 
+    @property
+    def catalog_mistake(self) -> bool:
+        """Whether the target loaded but its catalog or System is wrong (not the target)."""
+        return isinstance(self.__cause__, CatalogError | PlanError)
+
 
 class MissingAttributeError(TargetError):
     """The target's module loaded but has no such attribute; `found` lists what it does have."""
@@ -113,10 +118,7 @@ def _load_module(target: str, module_text: str) -> ModuleType:
     except TargetError:
         raise
     except PlanError as exc:
-        msg = (
-            f"module {module_text!r} failed to build its System: {exc}; fix that name in the "
-            f"Question (rule=, uses= or requires=)"
-        )
+        msg = f"module {module_text!r} failed to build its System: {exc}"
         raise TargetError(msg, target=target) from exc
     except CatalogError as exc:
         msg = f"module {module_text!r} declares a part wrongly: {exc}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings as warnings_module
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from solvi._targets import TARGET_HELP, TargetError, load_target
 from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, _closest
 from solvi.flow import Flow
+from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import render
 from solvi.serve import add_serve_command
 from solvi.storecli import add_store_commands
@@ -34,6 +36,10 @@ class _Failure(Exception):
     """A command cannot go on; the message is printed on one line, without a traceback."""
 
 
+class _CatalogFailure(_Failure):
+    """The catalog itself is wrong (exit status 1, as for errors `check` reports)."""
+
+
 # -- loading a target ---------------------------------------------------------------
 
 
@@ -44,7 +50,7 @@ def _as_system(target: str, value: Catalog | System) -> System:
         return System(value)
     except PlanError as exc:
         msg = f"cannot build a System from catalog {target!r}: {exc}"
-        raise _Failure(msg) from exc
+        raise _CatalogFailure(msg) from exc
 
 
 # -- solvi check -------------------------------------------------------------------
@@ -116,8 +122,10 @@ def _check_report(target: str, system: System) -> dict[str, Any]:
                 f"every fact a request lets the flow compute{_closest(q.name, rules)}; "
                 f"name its rule, or list the facts it reports with uses="
             )
+    errors.extend(ungoverning_checks(parts, system.questions))
+    warnings.extend(key_typos(parts))
     needed = set().union(*reached.values()) if reached else set()
-    unreachable = [p.name for p in parts if p.provides not in needed]
+    unreachable = [p.name for p in parts if p.provides not in needed and not p.is_hard_check]
     warnings.extend(
         f"part {name!r} is reached by no question; read its fact in a rule, list it in a "
         f"Question's requires=, or remove it"
@@ -165,8 +173,13 @@ def _print_check(report: Mapping[str, Any]) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    system = _as_system(args.target, load_target(args.target))
+    # The report lists what the System warns of when it is built; print it once.
+    with warnings_module.catch_warnings():
+        warnings_module.simplefilter("ignore", SolviWarning)
+        system = _as_system(args.target, load_target(args.target))
     report = _check_report(args.target, system)
+    if args.strict:
+        report["ok"] = report["ok"] and not report["warnings"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -277,13 +290,18 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="report cycles, request keys and unreachable parts",
         description=(
-            "Report every cycle among facts (errors), the request keys each question needs "
-            "(information) and the parts no question reaches (warnings). Exit status 1 when "
-            "there are errors, 0 otherwise."
+            "Report every cycle among facts and every hard check that governs no question "
+            "(errors), the request keys each question needs (information), and the parts "
+            "no question reaches and request keys that look misspelt (warnings). Exit "
+            "status: 0 clean, 1 catalog errors (or warnings, with --strict), 2 usage or "
+            "target errors."
         ),
     )
     check.add_argument("target", help=TARGET_HELP)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument(
+        "--strict", action="store_true", help="fail (exit status 1) on warnings as well"
+    )
     check.set_defaults(run=_cmd_check)
 
     plan = commands.add_parser(
@@ -318,13 +336,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments after the program name (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 when all is well, 1 when `check` found errors or a
-        target or file could not be loaded.
+        The exit status: 0 when all is well; 1 when the catalog has errors (`check`
+        found some, or building its System failed on a catalog mistake); 2 for a
+        usage error or a target or file that cannot be loaded.
     """
     args = _parser().parse_args(argv)
     try:
         status: int = args.run(args)
-    except (_Failure, TargetError) as exc:
+    except TargetError as exc:
+        print(f"solvi {args.command}: {exc}", file=sys.stderr)
+        return 1 if exc.catalog_mistake else 2
+    except _CatalogFailure as exc:
         print(f"solvi {args.command}: {exc}", file=sys.stderr)
         return 1
+    except _Failure as exc:
+        print(f"solvi {args.command}: {exc}", file=sys.stderr)
+        return 2
     return status

@@ -9,6 +9,7 @@ once per key set, when its flow is planned; a cached flow's keys have passed it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -16,7 +17,7 @@ from solvi.catalog import Catalog
 from solvi.errors import RecordError, RequestError, _closest
 from solvi.record import to_record_value
 
-__all__ = ["RequestGuard", "check_request_value"]
+__all__ = ["RequestGuard", "as_state", "check_request_value"]
 
 
 @attrs.frozen
@@ -75,3 +76,22 @@ def check_request_value(key: str, value: object) -> None:
         to_record_value(value, f"request key {key!r}")
     except RecordError as exc:
         raise RecordError(str(exc), fact=key) from None
+
+
+def as_state(state: Any) -> dict[str, Any]:
+    """A request's state as a new dict of string keys.
+
+    Raises:
+        TypeError: `state` is not a mapping, or a key is not a string.
+    """
+    if not isinstance(state, Mapping):
+        msg = (
+            f"a request's state must be a mapping of fact names to values, got "
+            f"{type(state).__name__}"
+        )
+        raise TypeError(msg)
+    bad = [k for k in state if not isinstance(k, str)]
+    if bad:
+        msg = f"a request's keys must be strings, got {bad[0]!r}"
+        raise TypeError(msg)
+    return dict(state)

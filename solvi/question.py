@@ -117,7 +117,8 @@ def check_questions(catalog: Catalog, questions: tuple[Question, ...]) -> None:
                 rules = [p.name for p in catalog.parts if p.kind == "rule"]
                 msg = (
                     f"question {q.name!r} names rule {q.rule!r}, which catalog "
-                    f"{catalog.name!r} does not have{_closest(q.rule, rules)}"
+                    f"{catalog.name!r} does not have{_closest(q.rule, rules)}; fix the "
+                    f"Question's rule="
                 )
                 raise PlanError(
                     msg,
@@ -145,7 +146,8 @@ def check_questions(catalog: Catalog, questions: tuple[Question, ...]) -> None:
             if fact not in facts:
                 msg = (
                     f"question {q.name!r} uses {fact!r}, which no part of catalog "
-                    f"{catalog.name!r} provides{_closest(fact, facts)}"
+                    f"{catalog.name!r} provides{_closest(fact, facts)}; fix the Question's "
+                    f"uses="
                 )
                 raise PlanError(
                     msg,
@@ -155,7 +157,8 @@ def check_questions(catalog: Catalog, questions: tuple[Question, ...]) -> None:
             if name not in parts:
                 msg = (
                     f"question {q.name!r} requires part {name!r}, which catalog "
-                    f"{catalog.name!r} does not have{_closest(name, parts)}"
+                    f"{catalog.name!r} does not have{_closest(name, parts)}; fix the "
+                    f"Question's requires="
                 )
                 raise PlanError(
                     msg,

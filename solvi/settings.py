@@ -48,6 +48,7 @@ class Settings:
     order: Literal["default", "learned"] = "default"
     learn: bool = False
     guards: Literal["declared", "found"] = "declared"
+    max_flows: int = 1000
 
     @classmethod
     def of(
@@ -64,6 +65,7 @@ class Settings:
         order: Literal["default", "learned"],
         learn: bool,
         guards: Literal["declared", "found"],
+        max_flows: int = 1000,
     ) -> Settings:
         """Check the System's options and make its settings.
 
@@ -72,6 +74,7 @@ class Settings:
         """
         check_positive("workers", workers, integer=True)
         check_positive("threads", threads, integer=True)
+        check_positive("max_flows", max_flows, integer=True)
         if timeout is not None:
             check_positive("timeout", timeout)
         if producers is not None:
@@ -103,4 +106,5 @@ class Settings:
             order=order,
             learn=learn or order == "learned",
             guards=guards,
+            max_flows=max_flows,
         )

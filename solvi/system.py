@@ -20,15 +20,18 @@ import attrs
 from solvi import recovery
 from solvi._run.async_ import run_async
 from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
-from solvi._run.steps import Node, Program, compile_flow, current_loop
+from solvi._run.steps import Node, Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
-from solvi.errors import SolviError
+from solvi.errors import PlanError, SolviError
+from solvi.extract import extract_facts
 from solvi.flow import Flow
+from solvi.flow_cache import FlowCache
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
-from solvi.inputs import RequestGuard, check_request_value
+from solvi.inputs import RequestGuard, as_state, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
+from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Question, check_questions
 from solvi.record import PLAIN_TYPES
@@ -91,10 +94,21 @@ class System:
         store: a path, ``sqlite:///path``, ``postgresql://...`` or a `Store`:
             keep every response and its audit entries, and the cost book and
             order model across restarts.
+        overrides: hard checks, or facts they read, that requests may set (a
+            trusted caller's corrections); any other such key is a `RequestError`.
+        inputs: the request keys, declared: then a part that reads a name no
+            part provides and this list lacks is a `PlanError` here.
+        max_flows: at most this many planned flows are cached (one per set of
+            request keys); the least recently used is forgotten first.
 
     Raises:
-        PlanError: a question names a rule, fact or part the catalog lacks.
+        PlanError: a question names a rule, fact or part the catalog lacks; a
+            producer's return annotation cannot match a reader's parameter
+            annotation; a part reads a name `inputs` lacks.
         ValueError: an option has a wrong value.
+
+    Warns:
+        SolviWarning: a hard check governs no question, so it could never fail.
     """
 
     def __init__(
@@ -118,6 +132,8 @@ class System:
         journal: Any = None,
         store: Any = None,
         overrides: Iterable[str] = (),
+        inputs: Iterable[str] | None = None,
+        max_flows: int = 1000,
     ) -> None:
         if not isinstance(catalog, Catalog):
             msg = f"System needs a solvi.Catalog, got {type(catalog).__name__}"
@@ -135,6 +151,7 @@ class System:
             order=order,
             learn=learn,
             guards=guards,
+            max_flows=max_flows,
         )
         self.catalog = catalog
         self._parts = catalog.parts
@@ -144,6 +161,19 @@ class System:
             Question(q) if isinstance(q, str) else q for q in questions
         )
         check_questions(catalog, self.questions)
+        conflicts = type_conflicts(self._parts)
+        if conflicts:
+            raise PlanError(str(conflicts[0]), name=conflicts[0].consumer)
+        #: the request keys the System was told to expect (None: not declared)
+        self.inputs: frozenset[str] | None = None
+        if inputs is not None:
+            declared = [inputs] if isinstance(inputs, str) else list(inputs)
+            problem = check_inputs(self._parts, declared)
+            if problem is not None:
+                raise PlanError(problem)
+            self.inputs = frozenset(declared)
+        for message in ungoverning_checks(self._parts, self.questions):
+            warnings.warn(message, SolviWarning, stacklevel=2)
         #: what a request may not set (hard checks, and the facts they read)
         self.guard = RequestGuard.of(catalog, overrides)
         self.order_model = OrderModel()
@@ -178,7 +208,9 @@ class System:
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
         )
-        self._programs: dict[Any, Program] = {}
+        self._flows = FlowCache(
+            self._parts, self.questions, self.strategist, self.guard, self.settings.max_flows
+        )
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self.store: Store | None = None if store is None else open_store(store)
@@ -262,21 +294,15 @@ class System:
         return self._program((keys, signature), prices).flow
 
     def _program(self, cache_key: Any, prices: Prices | None = None) -> Program:
-        program = self._programs.get(cache_key)
-        if program is None:
-            keys = cache_key if isinstance(cache_key, frozenset) else cache_key[0]
-            self.guard.check(keys)
-            program = compile_flow(self.strategist.plan(self._parts, self.questions, keys, prices))
-            self._programs[cache_key] = program
-        return program
+        return self._flows.get(cache_key, prices)
 
     def _program_for(self, state: dict[str, Any]) -> tuple[Program, Prices | None]:
         keys = frozenset(state)
         if self._chooser is None:
-            program = self._programs.get(keys)
+            program = self._flows.cached(keys)
             if program is None:
                 self._as_state(state)
-                program = self._program(keys)
+                program = self._flows.get(keys)
             return program, None
         self._as_state(state)
         signature, prices = self._chooser.prices()
@@ -661,25 +687,7 @@ class System:
         Each extract part reads the request (``text`` and nothing else) and
         returns a dict of facts; later extractors win on a shared key.
         """
-        state: dict[str, Any] = {"text": text}
-        for part in self._parts:
-            if part.kind != "extract":
-                continue
-            missing = [i for i in part.inputs if i not in state]
-            if missing:
-                msg = (
-                    f"extract part {part.name!r} reads {', '.join(missing)}; an extract part "
-                    f"may only read 'text' and facts earlier extractors produced"
-                )
-                raise SolviError(msg)
-            facts = part.func(*(state[i] for i in part.inputs))
-            if not isinstance(facts, Mapping):
-                msg = (
-                    f"extract part {part.name!r} returned {type(facts).__name__}; it must "
-                    f"return a dict of facts"
-                )
-                raise SolviError(msg)
-            state.update(facts)
+        state = extract_facts(self._parts, text)
         return self.ask(state, **options)
 
     def _conclude(self, run: Run) -> Response:
@@ -751,19 +759,7 @@ class System:
         """
         return replay(self, record_or_id, store=self.store)
 
-    @staticmethod
-    def _as_state(state: Any) -> dict[str, Any]:
-        if not isinstance(state, Mapping):
-            msg = (
-                f"a request's state must be a mapping of fact names to values, got "
-                f"{type(state).__name__}"
-            )
-            raise TypeError(msg)
-        bad = [k for k in state if not isinstance(k, str)]
-        if bad:
-            msg = f"a request's keys must be strings, got {bad[0]!r}"
-            raise TypeError(msg)
-        return dict(state)
+    _as_state = staticmethod(as_state)
 
     def _pool(self, workers: int) -> ThreadPoolExecutor:
         pool = self._pools.get(workers)

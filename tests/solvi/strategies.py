@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import attrs
 from hypothesis import strategies as st
 
-from solvi import Catalog, Question
+from solvi import Catalog, Question, SolviWarning, System
 
 KEYS = ("k0", "k1", "k2")
 
@@ -130,3 +131,15 @@ def states(keys: tuple[str, ...] = KEYS) -> st.SearchStrategy[dict[str, int]]:
     return st.lists(st.sampled_from(keys), min_size=1, unique=True).flatmap(
         lambda ks: st.fixed_dictionaries({k: st.integers(0, 1000) for k in ks})
     )
+
+
+def system_of(cat: Catalog, questions: list[Question], **options: Any) -> System:
+    """A System of a generated catalog.
+
+    A generated catalog may declare a hard check that no question's flow holds;
+    the System warns of it (`SolviWarning`), and for these tests that is a
+    shape to run, not a mistake to report.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SolviWarning)
+        return System(cat, questions, **options)

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
 from hypothesis import HealthCheck, given, settings
-from strategies import CatalogSpec, Log, build, catalogs, states
+from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 from solvi import Catalog, Question, System
 
@@ -243,7 +243,7 @@ async def test_ask_and_aask_share_records_under_errors(claims: System) -> None:
 async def test_four_ways_of_running_give_one_hash(spec: CatalogSpec, state: dict[str, int]) -> None:
     """ask, ask(workers=8), aask and aask(speculate=True) agree on answers and hash."""
     cat, questions = build(spec, Log(), async_parts=True)
-    system = System(cat, questions)
+    system = system_of(cat, questions)
     base = system.ask(state)
     others = [
         system.ask(state, workers=8),

@@ -234,15 +234,14 @@ def test_check_reports_a_misspelled_question_name(capsys: pytest.CaptureFixture[
 def test_check_fails_cleanly_when_the_system_cannot_be_built(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A PlanError while importing the module is one line on stderr and exit status 1."""
+    """A PlanError while importing the module is one line on stderr: a catalog error, 1."""
     status, out, err = _run(capsys, "check", "tests/solvi/flows/broken_question.py:system")
     assert status == 1
     assert out == ""
     assert err == (
         "solvi check: module 'tests/solvi/flows/broken_question.py' failed to build its "
         "System: question 'approve' names rule 'aprove', which catalog 'broken' does not "
-        "have (did you mean 'approve'?); fix that name in the Question (rule=, uses= or "
-        "requires=)\n"
+        "have (did you mean 'approve'?); fix the Question's rule=\n"
     )
 
 
@@ -309,12 +308,12 @@ def test_file_target_can_import_modules_next_to_it(
         ),
     ],
 )
-def test_unloadable_targets_fail_with_one_line_and_exit_1(
+def test_unloadable_targets_fail_with_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], target: str, message: str
 ) -> None:
     """Each loading mistake prints what is wrong and how to fix it, without a traceback."""
     status, out, err = _run(capsys, "check", target)
-    assert status == 1
+    assert status == 2
     assert out == ""
     assert err == message + "\n"
 
@@ -325,7 +324,7 @@ def test_a_module_that_raises_on_import_is_reported(
     """An exception while importing names the module and the error."""
     (tmp_path / "explodes.py").write_text("raise RuntimeError('database URL not set')\n")
     status, _, err = _run(capsys, "check", f"{tmp_path / 'explodes.py'}:system")
-    assert status == 1
+    assert status == 2
     assert "failed: RuntimeError: database URL not set;" in err
     assert "Traceback" not in err
 
@@ -444,12 +443,12 @@ def test_show_reads_standard_input(
 def test_show_rejects_what_is_not_a_record(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None, message: str
 ) -> None:
-    """A missing file, broken JSON or another JSON document is one line and exit status 1."""
+    """A missing file, broken JSON or another JSON document is one line and exit status 2."""
     path = tmp_path / "record.json"
     if content is not None:
         path.write_text(content)
     status, out, err = _run(capsys, "show", str(path))
-    assert status == 1
+    assert status == 2
     assert out == ""
     assert err.startswith(message.format(path=path))
     assert err.count("\n") == 1
@@ -478,7 +477,7 @@ def test_console_script_checks_the_claims_example() -> None:
     assert "ok: no cycles, every part is reached by a question" in done.stdout
 
 
-def test_console_script_exits_1_on_a_cycle_and_on_a_bad_module() -> None:
+def test_console_script_exits_1_on_a_cycle_and_2_on_a_bad_module() -> None:
     """The exit status tells CI about cycles; a bad module gets one line, no traceback."""
     cyclic = subprocess.run(
         [str(_script()), "check", CYCLIC],
@@ -498,7 +497,7 @@ def test_console_script_exits_1_on_a_cycle_and_on_a_bad_module() -> None:
         timeout=60,
         check=False,
     )
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr.startswith(
         "solvi check: cannot import module 'tests.solvi.flows.nothing'"
     )
@@ -516,3 +515,101 @@ def test_serve_is_a_subcommand_that_reports_a_bad_target(
     assert status == 1
     assert out == ""
     assert err.startswith("solvi serve: no attribute 'nope' in 'examples/claims.py'")
+
+
+# -- catalog mistakes, --strict and exit statuses ------------------------------------------
+
+
+def _module(tmp_path: Path, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text("from solvi import Catalog, System\n" + body)
+    return f"{tmp_path / name}.py:cat"
+
+
+UNGOVERNED = """
+cat = Catalog('loans')
+@cat.check(hard=True)
+def adult(applicant):
+    return applicant['age'] >= 18
+@cat.rule
+def approve(income):
+    return income > 1000
+"""
+
+TYPO = """
+cat = Catalog('typo')
+@cat.fn
+def income(payslip):
+    return payslip * 12
+@cat.rule
+def approve(income, incom):
+    return income > incom
+"""
+
+
+def test_check_reports_a_hard_check_that_governs_nothing_as_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The ungoverning hard check is an error (exit 1), printed once, not also warned."""
+    status, out, err = _run(capsys, "check", _module(tmp_path, "ungoverned", UNGOVERNED))
+    assert status == 1
+    assert err == ""
+    assert (
+        "error: hard check 'adult' governs no question: no question's flow holds it for any "
+        "request, so it never runs and can never fail one; read it in the rules it should "
+        "gate (e.g. def approve(adult, ...)), or list it in their "
+        "Question(..., requires=['adult'])"
+    ) in out
+    assert "part 'adult' is reached by no question" not in out
+    assert out.rstrip().endswith("1 error, 0 warnings")
+
+
+def test_check_warns_of_a_misspelt_key_and_strict_fails_on_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A key that looks like a fact is a warning: exit 0, and 1 under --strict."""
+    target = _module(tmp_path, "typo", TYPO)
+    status, out, _ = _run(capsys, "check", target)
+    assert status == 0
+    assert (
+        "warning: request key 'incom', read by approve, looks like a misspelt name (did you "
+        "mean 'income'?)"
+    ) in out
+    strict, _, _ = _run(capsys, "check", "--strict", target)
+    assert strict == 1
+    status, out, _ = _run(capsys, "check", "--strict", "--json", target)
+    assert status == 1
+    assert json.loads(out)["ok"] is False
+
+
+def test_check_strict_passes_a_clean_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    """The gallery's claims example is clean even under --strict."""
+    status, _, _ = _run(capsys, "check", "--strict", CLAIMS)
+    assert status == 0
+
+
+def test_a_type_conflict_in_a_loaded_module_is_a_catalog_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A System that fails on annotations while importing exits 1 (a catalog error)."""
+    body = (
+        "cat = Catalog('types')\n"
+        "@cat.fn\n"
+        "def score(x: int) -> str:\n"
+        "    return str(x)\n"
+        "@cat.rule\n"
+        "def approve(score: int) -> bool:\n"
+        "    return score > 3\n"
+        "system = System(cat)\n"
+    )
+    (tmp_path / "types_mod.py").write_text("from solvi import Catalog, System\n" + body)
+    status, out, err = _run(capsys, "check", f"{tmp_path / 'types_mod.py'}:system")
+    assert status == 1
+    assert out == ""
+    assert "part 'score' returns str (its return annotation) but part 'approve'" in err
+
+
+def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown option is argparse's usage error, status 2."""
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--no-such-option", CLAIMS])
+    assert info.value.code == 2

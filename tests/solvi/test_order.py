@@ -11,7 +11,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import CatalogSpec, Log, build, catalogs, states
+from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 from solvi import Catalog, Question, System
 from solvi.order import OrderModel, features_of
@@ -210,7 +210,7 @@ def test_learned_order_gives_the_default_answers(
     """On random catalogs, a learned order answers exactly as the default order."""
     cat, questions = build(spec, Log())
     for guards in ("declared", "found"):
-        system = System(cat, questions, guards=guards)  # type: ignore[arg-type]
+        system = system_of(cat, questions, guards=guards)  # type: ignore[arg-type]
         system.learn_order(examples)
         for state in examples:
             learned = system.ask(state)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-from strategies import CatalogSpec, Log, build, catalogs, states
-
-from solvi import System
+from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -15,7 +13,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 def test_flows_are_topological(spec: CatalogSpec, state: dict[str, int]) -> None:
     """Every step's inputs are request keys or facts of earlier steps; phases never go back."""
     cat, questions = build(spec, Log())
-    flow = System(cat, questions).plan(state)
+    flow = system_of(cat, questions).plan(state)
     seen = set(state)
     last_phase = 0
     for node in flow.nodes:
@@ -40,7 +38,7 @@ def test_threads_give_identical_answers_and_hashes(
 ) -> None:
     """`workers=1` and `workers=4` produce the same answers and record hash."""
     cat, questions = build(spec, Log())
-    system = System(cat, questions)
+    system = system_of(cat, questions)
     one = system.ask(state)
     four = system.ask(state, workers=4)
     assert one.answers == four.answers
@@ -53,7 +51,7 @@ def test_threads_give_identical_answers_and_hashes(
 def test_early_exit_does_not_change_answers(spec: CatalogSpec, state: dict[str, int]) -> None:
     """Answers are identical with early exit on and off."""
     cat, questions = build(spec, Log())
-    system = System(cat, questions)
+    system = system_of(cat, questions)
     assert system.ask(state).answers == system.ask(state, early_exit=False).answers
 
 
@@ -65,7 +63,7 @@ def test_nothing_runs_that_a_failed_hard_check_made_unnecessary(
     """After the hard checks, a part runs only if an open question needs it."""
     log = Log()
     cat, questions = build(spec, log)
-    system = System(cat, questions)
+    system = system_of(cat, questions)
     res = system.ask(state, workers=2)
     flow = res.flow
     settled = {

@@ -6,7 +6,7 @@ import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies import CatalogSpec, Log, build, catalogs, states
+from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 from solvi import Catalog, Question, SolviError, System
 from solvi.catalog import Part
@@ -253,7 +253,7 @@ def _producers(cat: Catalog) -> dict[str, list[Part]]:
 def test_reachable_facts_are_the_planners_facts(spec: CatalogSpec, state: dict[str, int]) -> None:
     """With the request's keys, the walk gives exactly the facts the planner puts in the flow."""
     cat, questions = build(spec, Log())
-    flow = System(cat, questions).plan(state)
+    flow = system_of(cat, questions).plan(state)
     for q in questions:
         plan = flow.question(q.name)
         if plan.blocked is None:
