@@ -95,7 +95,12 @@ class Flow:
         raise KeyError(name)
 
     def to_mermaid(self) -> str:
-        """A Mermaid flowchart: request keys, parts (hard checks as hexagons), data edges."""
+        """A Mermaid flowchart: request keys, parts (hard checks as hexagons), data edges.
+
+        Node ids are prefixed (``key_``, ``part_``) so no name can be a Mermaid keyword
+        such as ``end``, and every label is quoted and escaped, so no name can end its
+        label early and add nodes or edges of its own.
+        """
         lines = ["flowchart LR"]
         producer_of: dict[str, list[str]] = {}
         for node in self.nodes:
@@ -104,22 +109,31 @@ class Flow:
             {i for node in self.nodes for p in node.parts for i in p.inputs if i in self.keys}
         )
         for key in used_keys:
-            lines.append(f"    key_{key}[/{key}/]")
+            lines.append(f'    key_{key}[/"{_label(key)}"/]')
         for node in self.nodes:
             for p in node.parts:
+                label = f'"{_label(p.name)}"'
                 if p.is_hard_check:
-                    shape = f"{{{{{p.name}}}}}"
+                    shape = f"{{{{{label}}}}}"
                 elif p.kind == "rule":
-                    shape = f"([{p.name}])"
+                    shape = f"([{label}])"
                 else:
-                    shape = f"[{p.name}]"
-                lines.append(f"    {p.name}{shape}")
+                    shape = f"[{label}]"
+                lines.append(f"    part_{p.name}{shape}")
         for node in self.nodes:
             for p in node.parts:
                 for i in p.inputs:
                     if i in self.keys:
-                        lines.append(f"    key_{i} --> {p.name}")
+                        lines.append(f"    key_{i} --> part_{p.name}")
                     else:
                         for src in producer_of.get(i, ()):
-                            lines.append(f"    {src} -->|{i}| {p.name}")
+                            lines.append(f'    part_{src} -->|"{_label(i)}"| part_{p.name}')
         return "\n".join(lines)
+
+
+#: characters a quoted Mermaid label must not hold as they are, and their entity codes
+_MERMAID = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "\n": " "}
+
+
+def _label(text: str) -> str:
+    return "".join(_MERMAID.get(c, c) for c in text)

@@ -389,8 +389,8 @@ def test_plan_mermaid_prints_the_flowchart(capsys: pytest.CaptureFixture[str]) -
     )
     assert status == 0
     assert out.startswith("flowchart LR\n")
-    assert "    in_stock{{in_stock}}\n" in out
-    assert "    total -->|total| accept\n" in out
+    assert '    part_in_stock{{"in_stock"}}\n' in out
+    assert '    part_total -->|"total"| part_accept\n' in out
 
 
 def test_plan_needs_keys(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import keyword
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solvi.flow as flow_module
 from solvi import Catalog, PlanError, Question, SolviWarning, System
 
 KEYS = {"policy_id", "claim"}
@@ -275,10 +281,10 @@ def test_plan_is_topological_and_mermaid_shows_every_step(claims: System) -> Non
         seen.add(node.fact)
     text = flow.to_mermaid()
     assert text.startswith("flowchart LR")
-    assert "policy_in_force{{policy_in_force}}" in text
-    assert "fraud_model -->|fraud_score| fraud_ok" in text
+    assert 'part_policy_in_force{{"policy_in_force"}}' in text
+    assert 'part_fraud_model -->|"fraud_score"| part_fraud_ok' in text
     for step in flow.steps:
-        assert f"    {step}" in text
+        assert f"    part_{step}" in text
 
 
 def test_a_misspelled_bare_question_name_is_caught() -> None:
@@ -294,3 +300,48 @@ def test_a_misspelled_bare_question_name_is_caught() -> None:
     ):
         System(cat, ["aprove"])
     assert System(cat, ["summary"]).ask({"amount": 5})["summary"].status == "decided"
+
+
+NODE = re.compile(r'^    (key|part)_(\w+)(\[/"\w+"/\]|\{\{"\w+"\}\}|\(\["\w+"\]\)|\["\w+"\])$')
+EDGE = re.compile(r'^    (key|part)_\w+ --> part_\w+$|^    part_\w+ -->\|"\w+"\| part_\w+$')
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from(["end", "graph", "subgraph", "style", "click", "class", "x", "flowchart"])
+        | st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
+        min_size=2,
+        max_size=5,
+        unique=True,
+    )
+)
+def test_every_mermaid_line_is_one_node_or_one_edge(names: list[str]) -> None:
+    """Whatever the names (Mermaid keywords too), each line is one prefixed node or edge."""
+    names = [n for n in names if n.isidentifier() and not keyword.iskeyword(n)]
+    if len(names) < 2:
+        return
+    *facts, last = names
+    source = ["cat = Catalog('m')"]
+    for fact in facts:
+        source += ["@cat.fn", f"def {fact}(key_in):", "    return 1"]
+    source += ["@cat.rule", f"def {last}({', '.join(facts)}):", "    return 1"]
+    namespace: dict[str, object] = {"Catalog": Catalog}
+    exec("\n".join(source), namespace)  # names are checked identifiers
+    cat = namespace["cat"]
+    assert isinstance(cat, Catalog)
+    text = System(cat).plan({"key_in"}).to_mermaid()
+    lines = text.splitlines()
+    assert lines[0] == "flowchart LR"
+    nodes = [line for line in lines[1:] if NODE.match(line)]
+    edges = [line for line in lines[1:] if EDGE.match(line)]
+    assert len(nodes) + len(edges) == len(lines) - 1
+    assert len(nodes) == len(names) + 1
+
+
+@given(st.text())
+def test_a_mermaid_label_never_holds_a_quote(text: str) -> None:
+    """Escaped, any text stays inside its quoted label."""
+    label = flow_module._label(text)
+    assert '"' not in label
+    assert "\n" not in label
