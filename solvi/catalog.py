@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar, overload
 
 import attrs
 
 from solvi.errors import CatalogError
 
-__all__ = ["Catalog", "Part", "PartKind"]
+__all__ = ["Catalog", "Part", "PartKind", "inputs_of"]
 
 PartKind = Literal["fn", "check", "rule", "extract"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,6 +51,13 @@ class Part:
     def is_hard_check(self) -> bool:
         """Whether a False value from this part settles the questions it governs."""
         return self.kind == "check" and self.hard
+
+
+def inputs_of(parts: Iterable[Part]) -> tuple[str, ...]:
+    """The names `parts` (extract parts aside) read that none of them provides."""
+    flow_parts = [p for p in parts if p.kind != "extract"]
+    produced = {p.provides for p in flow_parts}
+    return tuple(dict.fromkeys(i for p in flow_parts for i in p.inputs if i not in produced))
 
 
 class Catalog:
@@ -105,6 +112,14 @@ class Catalog:
             line = f"{p.name}|{p.kind}|{p.provides}|{','.join(p.inputs)}|{p.hard}\n"
             digest.update(line.encode())
         return digest.hexdigest()[:16]
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The request keys: names parts read that no part provides, in first-read order.
+
+        Extract parts are left out: they turn text into facts and are not part of a flow.
+        """
+        return inputs_of(self._parts)
 
     def guarded_facts(self) -> dict[str, str]:
         """Each fact a request must not set, with the first hard check it would bypass:

@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import attrs
 
-from solvi.catalog import Part
+from solvi.catalog import Part, inputs_of
 from solvi.errors import _closest
 from solvi.question import Question
 from solvi.strategy import reachable_facts
@@ -77,9 +77,7 @@ def _readers(parts: Iterable[Part], name: str) -> list[str]:
 
 def request_keys(parts: Sequence[Part]) -> list[str]:
     """The names parts read that no part provides, in the order they are first read."""
-    flow_parts = _flow_parts(parts)
-    produced = _produced(flow_parts)
-    return list(dict.fromkeys(i for p in flow_parts for i in p.inputs if i not in produced))
+    return list(inputs_of(parts))
 
 
 def check_inputs(parts: Sequence[Part], inputs: Iterable[str]) -> str | None:

@@ -175,9 +175,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_overrides=args.allow_overrides,
             log_level=args.log_level,
         )
+    except TargetError as exc:
+        sys.stderr.write(f"solvi serve: {exc}\n")
+        return 1 if exc.catalog_mistake else 2
     except (SolviError, ImportError) as exc:
         sys.stderr.write(f"solvi serve: {exc}\n")
-        return 1
+        return 2
     return 0
 
 
@@ -188,8 +191,9 @@ def add_serve_command(
     [--allow-overrides]`` on an argparse subparsers object.
 
     The sub-command sets ``run`` to a function taking the parsed arguments and
-    returning the exit status (1 when the target cannot be loaded or the serve
-    extra is missing).
+    returning the exit status (1 when building the target's System fails on a
+    catalog mistake; 2 when the target cannot be loaded or the serve extra is
+    missing).
 
     Returns:
         The ``serve`` parser.

@@ -61,8 +61,10 @@ class ServedKeys:
             for name in p.inputs:
                 if name not in computed:
                     readers.setdefault(name, []).append(p)
-        inputs = tuple(sorted(readers))
-        schemas = {name: _schema(readers[name], name) for name in inputs}
+        # Declared inputs (System(inputs=...)) may name keys no part reads yet.
+        declared = system.inputs if system.inputs is not None else ()
+        inputs = tuple(sorted({*system.catalog.inputs, *declared}))
+        schemas = {name: _schema(readers.get(name, []), name) for name in inputs}
         return cls(
             catalog=system.name,
             inputs=inputs,
@@ -110,5 +112,8 @@ def _schema(readers: list[Part], name: str) -> dict[str, Any]:
     types = json_types(parameter_types(p.func).get(name) for p in readers)
     if types is not None:
         schema["type"] = types[0] if len(types) == 1 else types
-    schema["description"] = "Read by " + ", ".join(p.name for p in readers) + "."
+    if readers:
+        schema["description"] = "Read by " + ", ".join(p.name for p in readers) + "."
+    else:
+        schema["description"] = "Declared in inputs=; no part reads it yet."
     return schema

@@ -510,9 +510,9 @@ def test_console_script_exits_1_on_a_cycle_and_2_on_a_bad_module() -> None:
 def test_serve_is_a_subcommand_that_reports_a_bad_target(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`solvi serve` is wired in; a target it cannot load exits 1 before serving anything."""
+    """`solvi serve` is wired in; a target it cannot load exits 2 before serving anything."""
     status, out, err = _run(capsys, "serve", "examples/claims.py:nope")
-    assert status == 1
+    assert status == 2
     assert out == ""
     assert err.startswith("solvi serve: no attribute 'nope' in 'examples/claims.py'")
 

@@ -581,9 +581,9 @@ def test_serve_command_parses_and_reports_bad_targets(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         parser.parse_args(["serve", "app.py:system", "--port", "70000"])
     assert "0 to 65535" in capsys.readouterr().err
-    assert args.run(parser.parse_args(["serve", f"{SERVE_APP}:nothing"])) == 1
+    assert args.run(parser.parse_args(["serve", f"{SERVE_APP}:nothing"])) == 2
     assert capsys.readouterr().err.startswith("solvi serve: no attribute 'nothing'")
-    assert main([f"{SERVE_APP}"]) == 1
+    assert main([f"{SERVE_APP}"]) == 2
 
 
 def test_asgi_checks_its_arguments() -> None:

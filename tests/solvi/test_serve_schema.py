@@ -341,3 +341,16 @@ async def test_conflicting_annotations_leave_an_input_untyped() -> None:
     async with _client(asgi(System(cat))) as c:
         state = (await c.get("/openapi.json")).json()["components"]["schemas"]["State"]
     assert state["properties"] == {"x": {"description": "Read by doubled, shouted."}}
+
+
+@pytest.mark.asyncio
+async def test_declared_inputs_are_what_the_server_takes() -> None:
+    """With System(inputs=...), a declared key no part reads yet is an input too."""
+    system = make_system()
+    declared = System(system.catalog, system.questions, inputs=[*INPUTS, "channel"])
+    async with _client(asgi(declared)) as c:
+        ok = await c.post("/v1/ask", json={**LOANS[0], "channel": "web"})
+        schema = (await c.get("/openapi.json")).json()
+    assert ok.status_code == 200
+    state = schema["components"]["schemas"]["State"]["properties"]
+    assert state["channel"] == {"description": "Declared in inputs=; no part reads it yet."}
