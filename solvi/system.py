@@ -750,12 +750,15 @@ class System:
     def replay(self, record_or_id: Any) -> ReplayResult:
         """Re-run a stored request through this System and list any differences.
 
+        Only reads: nothing is stored, journaled or learned. A step the record holds
+        as timed out takes its recorded outcome instead of running again.
+
         Args:
             record_or_id: a record (``res.record``) or a request id in the store.
 
         Returns:
-            The differences in answers, values and hash; or a refusal when the
-            record comes from another catalog version.
+            The differences in answers, values, steps and hash; or a refusal when
+            the record comes from another catalog version.
         """
         return replay(self, record_or_id, store=self.store)
 
