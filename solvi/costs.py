@@ -38,12 +38,17 @@ class CostBook(Mapping[str, PartCost]):
             msg = f"alpha must be in (0, 1] or None, got {alpha!r}"
             raise ValueError(msg)
         self.alpha = alpha
+        #: part -> [samples, total seconds] for the cumulative mean (so folding in a
+        #: sample is two additions), or [samples, mean ms] for the moving average
         self._stats: dict[str, list[float]] = {}
         self._lock = threading.Lock()
 
+    def _mean(self, entry: list[float]) -> float:
+        return entry[1] * 1000.0 / entry[0] if self.alpha is None else entry[1]
+
     def __getitem__(self, part: str) -> PartCost:
-        n, mean = self._stats[part]
-        return PartCost(int(n), mean)
+        entry = self._stats[part]
+        return PartCost(int(entry[0]), self._mean(entry))
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._stats))
@@ -52,68 +57,76 @@ class CostBook(Mapping[str, PartCost]):
         return len(self._stats)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}: {v[1]:.3f} ms x{int(v[0])}" for k, v in self._stats.items())
+        inner = ", ".join(
+            f"{k}: {self._mean(v):.3f} ms x{int(v[0])}" for k, v in self._stats.items()
+        )
         return f"CostBook({inner})"
 
     def mean(self, part: str, default: float | None = None) -> float | None:
         """The measured mean in ms, or `default` when the part never ran."""
         entry = self._stats.get(part)
-        return default if entry is None else entry[1]
+        return default if entry is None else self._mean(entry)
 
     def all_below(self, parts: tuple[str, ...], ms: float) -> bool:
         """Whether every one of `parts` has run and its mean is below `ms`."""
         stats = self._stats
         for part in parts:
             entry = stats.get(part)
-            if entry is None or entry[1] >= ms:
+            if entry is None or self._mean(entry) >= ms:
                 return False
         return True
 
     def observe(self, samples: Iterable[tuple[str, float]]) -> None:
         """Fold in (part, seconds) samples."""
-        alpha = self.alpha
-        stats = self._stats
-        with self._lock:
-            for part, seconds in samples:
-                ms = seconds * 1000.0
-                entry = stats.get(part)
-                if entry is None:
-                    stats[part] = [1.0, ms]
-                    continue
-                entry[0] += 1.0
-                if alpha is None:
-                    entry[1] += (ms - entry[1]) / entry[0]
-                else:
-                    entry[1] += alpha * (ms - entry[1])
+        self._fold((part, 0.0, seconds) for part, seconds in samples)
 
     def observe_attempts(self, attempts: Iterable[tuple[Any, ...]]) -> None:
         """Fold in a request's attempts (part name at [1], start and end at [3] and [4])."""
-        alpha = self.alpha
+        if self.alpha is not None:
+            self._fold((a[1], a[3], a[4]) for a in attempts)
+            return
+        # The cumulative mean, every request's cost: unrolled for speed.
         stats = self._stats
         get = stats.get
         with self._lock:
-            for a in attempts:
-                ms = (a[4] - a[3]) * 1000.0
-                entry = get(a[1])
+            for _, part, _, start, end, _, _ in attempts:
+                entry = get(part)
                 if entry is None:
-                    stats[a[1]] = [1.0, ms]
-                elif alpha is None:
-                    n = entry[0] + 1.0
-                    entry[0] = n
-                    entry[1] += (ms - entry[1]) / n
+                    stats[part] = [1.0, end - start]
                 else:
                     entry[0] += 1.0
-                    entry[1] += alpha * (ms - entry[1])
+                    entry[1] += end - start
+
+    def _fold(self, samples: Iterable[tuple[str, float, float]]) -> None:
+        """Fold in (part, start, end) samples, in seconds."""
+        alpha = self.alpha
+        stats = self._stats
+        with self._lock:
+            for part, start, end in samples:
+                seconds = end - start
+                entry = stats.get(part)
+                if entry is None:
+                    stats[part] = [1.0, seconds if alpha is None else seconds * 1000.0]
+                elif alpha is None:
+                    entry[0] += 1.0
+                    entry[1] += seconds
+                else:
+                    entry[0] += 1.0
+                    entry[1] += alpha * (seconds * 1000.0 - entry[1])
 
     def restore(self, data: Mapping[str, tuple[int, float]]) -> None:
         """Load saved (samples, mean_ms) pairs, replacing what the book held."""
         with self._lock:
-            self._stats = {k: [float(n), float(m)] for k, (n, m) in data.items()}
+            self._stats = {
+                k: [float(n), float(m) * n / 1000.0 if self.alpha is None else float(m)]
+                for k, (n, m) in data.items()
+                if n >= 1
+            }
 
     def snapshot(self) -> dict[str, tuple[int, float]]:
         """(samples, mean_ms) per part, for saving."""
         with self._lock:
-            return {k: (int(v[0]), v[1]) for k, v in self._stats.items()}
+            return {k: (int(v[0]), self._mean(v)) for k, v in self._stats.items()}
 
 
 @attrs.frozen
@@ -168,7 +181,7 @@ class ProducerChooser:
         entry = self.book._stats.get(part.name)
         if entry is None:
             return 0, part.cost if part.cost is not None else 0.0
-        return int(entry[0]), entry[1]
+        return int(entry[0]), self.book._mean(entry)
 
     def prices(self, *, ask: bool = True) -> tuple[tuple[str, ...], dict[str, Price]]:
         """This request's prices and the signature of its choice (for the flow cache).

@@ -89,7 +89,7 @@ async def _fast_step(run: Run, node: Node) -> None:
         run.fast_failed(node, start, exc)
         return
     if run.journal is None:
-        run.fast_ok(node, start, value)
+        run.fast_ok(node, start, perf_counter(), value)
     else:
         run.called(node, 0, start, perf_counter(), value, None)  # records the settled entry
 

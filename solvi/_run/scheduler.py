@@ -218,17 +218,16 @@ class Run:
         """Whether the async driver may call (and await) the node without the general path."""
         return node.fast_path and self.plain and not self.causes
 
-    def fast_ok(self, node: Node, start: float, value: Any) -> None:
-        """Record a fast-path call that returned."""
+    def fast_ok(self, node: Node, start: float, end: float, value: Any) -> None:
+        """Record a fast-path call that returned (the sequential driver inlines the case
+        of a plain value of a node that is not a check)."""
         if type(value) not in _PLAIN and not node.is_check:
             problem = json_problem(value, node.fact)
             if problem is not None:
                 cause = Cause("error", node.first_part, node.fact, problem)
-                self.called(node, 0, start, perf_counter(), None, cause)
+                self.called(node, 0, start, end, None, cause)
                 return
-        self.attempts.append(
-            (node.index, node.first_part, node.fact, start, perf_counter(), "ok", None)
-        )
+        self.attempts.append((node.index, node.first_part, node.fact, start, end, "ok", None))
         self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
 

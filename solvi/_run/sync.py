@@ -8,6 +8,7 @@ from time import perf_counter
 from typing import Any
 
 from solvi._run.scheduler import (
+    OK,
     PENDING,
     START,
     Drive,
@@ -17,7 +18,15 @@ from solvi._run.scheduler import (
     readiness,
     release,
 )
-from solvi._run.steps import Node, call_sync, cause_of, effective_timeout, fast_call
+from solvi._run.steps import (
+    ARITY_NONE,
+    ARITY_ONE,
+    Node,
+    call_sync,
+    cause_of,
+    effective_timeout,
+)
+from solvi.record import PLAIN_TYPES
 
 __all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"]
 
@@ -42,27 +51,50 @@ def run_node(run: Run, node: Node) -> None:
 
 
 def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -> None:
-    """Run `indices` one after another, in flow order."""
+    """Run `indices` one after another, in flow order.
+
+    This loop is the per-step cost of `ask`, so the fast path is written out here:
+    one clock reading per step (a step starts when the one before ended), the call
+    by arity, and `Run.fast_ok`'s common case (a plain value, not a check) inline.
+    """
     nodes = run.program.nodes
     vals = run.vals
     status = run.status
+    record = run.attempts.append
+    causes = run.causes  # the same dict all along: a failure adds to it
+    bare = run.bare
+    start = perf_counter()
     for index in indices:
-        node = nodes[index]
         if status[index] != PENDING:
             continue  # settled before a resume
+        node = nodes[index]
         if filter_wanted and not node.qmask & run.open_mask:
             run.skip_unneeded(node)
             continue
-        if run.fast_sync(node):
+        if not (bare and node.simple) or causes:
+            run_node(run, node)
             start = perf_counter()
-            try:
-                value = fast_call(node, vals)
-            except Exception as exc:
-                run.fast_failed(node, start, exc)
-            else:
-                run.fast_ok(node, start, value)
             continue
-        run_node(run, node)
+        arity = node.arity
+        try:
+            if arity == ARITY_ONE:
+                value = node.func(vals[node.inputs[0]])
+            elif arity == ARITY_NONE:
+                value = node.func()
+            else:
+                value = node.func(*node.getter(vals))
+        except Exception as exc:
+            run.fast_failed(node, start, exc)
+            start = perf_counter()
+            continue
+        end = perf_counter()
+        if type(value) in PLAIN_TYPES and not node.is_check:
+            record((index, node.first_part, node.fact, start, end, "ok", None))
+            vals[node.fact] = value
+            status[index] = OK
+        else:
+            run.fast_ok(node, start, end, value)
+        start = end
 
 
 def run_sequential_subset(run: Run, indices: tuple[int, ...]) -> None:
