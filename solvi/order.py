@@ -1,21 +1,49 @@
-"""The learned order of hard checks: how likely each is to fail, given cheap facts.
+"""Learned models: the order of hard checks, and heads that answer questions.
 
 `OrderModel` keeps, per hard check, Laplace counts and then a small logistic
 model (`FastHead`) over the request's scalar values (and one level of dicts,
 ``invoice.currency``) plus any cheap computed facts named as features. The
 scheduler asks it `p_fail(check, row)` to rank checks by expected saving.
+
+A `Head` is a trained answer to a question without a rule: `FastHead` models
+(one, or one per class when the labels have more than two values) over the
+facts it selected, frozen into plain numbers so that a checkpoint holds it as
+JSON data and reading one runs nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import random
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
-__all__ = ["FastHead", "OrderModel", "OrderPolicy", "features_of"]
+import attrs
+
+from solvi.errors import SolviError
+from solvi.record import canonical_json
+
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "MAX_CHECKPOINT_BYTES",
+    "Checkpoint",
+    "CheckpointError",
+    "FastHead",
+    "Head",
+    "Label",
+    "LinearScore",
+    "OrderModel",
+    "OrderPolicy",
+    "checkpoint_text",
+    "class_probabilities",
+    "features_of",
+    "fit_scores",
+    "read_checkpoint",
+]
 
 Row = dict[str, float]
 
@@ -58,6 +86,13 @@ def features_of(vals: Mapping[str, Any], names: Iterable[str]) -> Row:
     return out
 
 
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
 class FastHead:
     """A small logistic regression on sparse features, trained by SGD.
 
@@ -97,10 +132,7 @@ class FastHead:
             if w is not None:
                 s = self.scale.get(k, 0.0)
                 z += w * (v / s if s else 0.0)
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        e = math.exp(z)
-        return e / (1.0 + e)
+        return _sigmoid(z)
 
     def update(self, row: Row, label: float) -> None:
         """One SGD step on one labelled row."""
@@ -232,3 +264,416 @@ class OrderModel:
                 m.head = FastHead.from_dict(entry["head"])
             model._checks[name] = m
         return model
+
+
+# -- heads: trained answers to questions without a rule -------------------------------
+
+#: a head's class: the label values it was trained on (JSON keeps each exactly)
+Label = str | int | bool
+
+#: what a heads checkpoint says it is
+CHECKPOINT_FORMAT = "solvi.heads/1"
+#: a checkpoint larger than this (bytes) is refused unread
+MAX_CHECKPOINT_BYTES = 16_000_000
+
+
+class CheckpointError(SolviError, ValueError):
+    """A heads checkpoint that solvi did not write, or that was changed: refused, unused.
+
+    Attributes:
+        source: where the checkpoint came from (a path, or ``store``).
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source
+
+
+def _pairs(pairs: Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+    return tuple((str(c), float(w)) for c, w in pairs)
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(names)
+
+
+def _labels(labels: Iterable[Label]) -> tuple[Label, ...]:
+    return tuple(labels)
+
+
+def _scores(scores: Iterable[LinearScore]) -> tuple[LinearScore, ...]:
+    return tuple(scores)
+
+
+@attrs.frozen
+class LinearScore:
+    """One logistic model of a head as plain numbers: ``bias + sum(coef * feature)``.
+
+    `coef` pairs each feature column with its weight already divided by the
+    column's training scale, sorted by column, so the same head always sums in
+    the same order and gives the same probability to the last bit.
+    """
+
+    bias: float = attrs.field(converter=float)
+    coef: tuple[tuple[str, float], ...] = attrs.field(converter=_pairs)
+
+    def z(self, row: Row) -> float:
+        """The model's logit for a row (a column the row lacks counts as 0)."""
+        z = self.bias
+        for column, weight in self.coef:
+            value = row.get(column)
+            if value is not None:
+                z += weight * value
+        return z
+
+
+def class_probabilities(models: Sequence[LinearScore], n: int, row: Row) -> tuple[float, ...]:
+    """P(each of `n` classes | row) from a head's models (see `Head.models`)."""
+    if n == 2:
+        p = _sigmoid(models[0].z(row))
+        return (1.0 - p, p)
+    # One-vs-rest: each class's own probability, normalised to sum to one.
+    raw = [_sigmoid(m.z(row)) for m in models]
+    total = sum(raw)
+    return tuple(r / total for r in raw) if total > 0 else tuple(1.0 / n for _ in raw)
+
+
+def fit_scores(
+    rows: Sequence[Row],
+    labels: Sequence[Label],
+    classes: Sequence[Label],
+    *,
+    epochs: int = 20,
+    seed: int = 0,
+) -> tuple[LinearScore, ...]:
+    """Train the logistic models of a head: one `FastHead` for two classes (it gives
+    P(second class)), else one per class, one-vs-rest.
+
+    Every column is scaled by its largest magnitude in `rows` before training,
+    and the rows are visited in one order shuffled by `seed`, so the same data
+    always gives the same models.
+
+    Args:
+        rows: features of each example (see `features_of`).
+        labels: each example's class, one of `classes`.
+        classes: the classes, in the order the head reports them.
+        epochs: passes over the rows.
+        seed: seeds the order of the rows.
+
+    Returns:
+        One `LinearScore` for two classes, else one per class.
+    """
+    scale: dict[str, float] = {}
+    for row in rows:
+        for column, value in row.items():
+            if abs(value) > scale.get(column, 0.0):
+                scale[column] = abs(value)
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    wanted = list(classes[1:]) if len(classes) == 2 else list(classes)
+    scores = []
+    for target in wanted:
+        head = FastHead(epochs=epochs)
+        head.scale = dict(scale)
+        head.fit((rows[i], 1.0 if labels[i] == target else 0.0) for i in order)
+        coef = tuple(
+            (column, head.weights[column] / scale[column])
+            for column in sorted(head.weights)
+            if scale.get(column)
+        )
+        scores.append(LinearScore(head.bias, coef))
+    return tuple(scores)
+
+
+@attrs.frozen
+class Head:
+    """A trained answer to a question without a rule (see `System.fit`).
+
+    The head reads the facts it selected (`facts`, which become the question's
+    targets, so its flow narrows to their producers), flattens them as the
+    order model does (`features_of`) and answers the most likely class.
+
+    Attributes:
+        question: the question it answers.
+        facts: the facts it selected, in the order they were chosen.
+        classes: the label values, sorted, all of one kind (strings, whole numbers
+            or booleans).
+        models: one `LinearScore` for two classes (P of the second), else one per class.
+        catalog_version: the version of the catalog it was fitted on.
+        cost_ms: what its facts cost per decision when it was fitted.
+        budget_ms: the budget it was fitted under (None: no budget).
+        accuracy: its cross-validated accuracy on the training examples.
+        rows: how many examples it was trained on.
+        digest: a short hash of all of the above: the head's version.
+    """
+
+    question: str
+    facts: tuple[str, ...] = attrs.field(converter=_names)
+    classes: tuple[Label, ...] = attrs.field(converter=_labels)
+    models: tuple[LinearScore, ...] = attrs.field(converter=_scores)
+    catalog_version: str
+    cost_ms: float = attrs.field(converter=float)
+    budget_ms: float | None = attrs.field(converter=attrs.converters.optional(float))
+    accuracy: float = attrs.field(converter=float)
+    rows: int = attrs.field(converter=int)
+    digest: str = attrs.field(init=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        text = canonical_json(self.to_dict())
+        object.__setattr__(self, "digest", hashlib.sha256(text.encode()).hexdigest()[:16])
+
+    def probabilities(self, row: Row) -> tuple[float, ...]:
+        """P(each class | row), in the order of `classes`."""
+        return class_probabilities(self.models, len(self.classes), row)
+
+    def decide(self, vals: Mapping[str, Any]) -> tuple[Label, float]:
+        """The most likely class for a request's values and its probability (ties go to
+        the first class)."""
+        probs = self.probabilities(features_of(vals, self.facts))
+        best = max(range(len(probs)), key=lambda i: (probs[i], -i))
+        return self.classes[best], probs[best]
+
+    def reason(self, value: Label, probability: float) -> str:
+        """What an answer of this head says: the head, its facts, the probability."""
+        on = ", ".join(self.facts) if self.facts else "no facts (the most frequent class)"
+        return f"head {self.question}@{self.digest[:8]} on {on}: P({value}) {probability:.3f}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (what a checkpoint holds)."""
+        return {
+            "question": self.question,
+            "facts": list(self.facts),
+            "classes": list(self.classes),
+            "models": [{"bias": m.bias, "coef": [list(c) for c in m.coef]} for m in self.models],
+            "catalog_version": self.catalog_version,
+            "cost_ms": self.cost_ms,
+            "budget_ms": self.budget_ms,
+            "accuracy": self.accuracy,
+            "rows": self.rows,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "checkpoint") -> Head:
+        """The inverse of `to_dict`, checking every field's shape, type and value.
+
+        Raises:
+            CheckpointError: the data is not a head's (the message names the field).
+        """
+        where = f"{source}: head"
+        d = _fields(data, _HEAD_FIELDS, where, source)
+        question = _text(d["question"], f"{where}.question", source)
+        where = f"{source}: head {question!r}"
+        facts = tuple(
+            _text(f, f"{where}.facts[]", source) for f in _list(d["facts"], where, source)
+        )
+        classes = tuple(
+            _label(c, f"{where}.classes[]", source) for c in _list(d["classes"], where, source)
+        )
+        if len({type(c) for c in classes}) > 1:
+            _refuse(f"{where}.classes must all be of one kind", classes, source)
+        if len(classes) < 2 or list(classes) != sorted(set(classes)):
+            _refuse(
+                f"{where}.classes must be two or more different labels, sorted", classes, source
+            )
+        models = tuple(
+            _score(m, f"{where}.models[]", source) for m in _list(d["models"], where, source)
+        )
+        if len(models) != (1 if len(classes) == 2 else len(classes)):
+            _refuse(
+                f"{where}.models must hold one model for two classes, else one per class",
+                len(models),
+                source,
+            )
+        budget = d["budget_ms"]
+        head = cls(
+            question=question,
+            facts=facts,
+            classes=classes,
+            models=models,
+            catalog_version=_text(d["catalog_version"], f"{where}.catalog_version", source),
+            cost_ms=_number(d["cost_ms"], f"{where}.cost_ms", source),
+            budget_ms=None if budget is None else _number(budget, f"{where}.budget_ms", source),
+            accuracy=_number(d["accuracy"], f"{where}.accuracy", source),
+            rows=_count(d["rows"], f"{where}.rows", source),
+        )
+        return head
+
+
+_HEAD_FIELDS = (
+    "question",
+    "facts",
+    "classes",
+    "models",
+    "catalog_version",
+    "cost_ms",
+    "budget_ms",
+    "accuracy",
+    "rows",
+)
+_CHECKPOINT_FIELDS = ("format", "catalog", "catalog_version", "heads")
+
+
+def _refuse(what: str, got: Any, source: str) -> NoReturn:
+    shown = repr(got)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    msg = f"{what}, got {shown}; write checkpoints with system.save_heads(path)"
+    raise CheckpointError(msg, source=source)
+
+
+def _fields(data: Any, names: tuple[str, ...], where: str, source: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        _refuse(f"{where} must be a JSON object", type(data).__name__, source)
+    keys = set(data)
+    if keys != set(names):
+        extra, missing = sorted(keys - set(names)), sorted(set(names) - keys)
+        said = "; ".join(
+            part
+            for part in (
+                f"unknown fields {', '.join(map(str, extra))}" if extra else "",
+                f"missing fields {', '.join(missing)}" if missing else "",
+            )
+            if part
+        )
+        _refuse(
+            f"{where} must have exactly the fields {', '.join(names)} ({said})",
+            sorted(keys, key=str),
+            source,
+        )
+    return data
+
+
+def _list(value: Any, where: str, source: str) -> list[Any]:
+    if not isinstance(value, list):
+        _refuse(f"{where}: expected a JSON list", type(value).__name__, source)
+    return value
+
+
+def _text(value: Any, where: str, source: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 200:
+        _refuse(f"{where} must be a non-empty string of at most 200 characters", value, source)
+    return value
+
+
+def _number(value: Any, where: str, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        _refuse(f"{where} must be a finite number", value, source)
+    return float(value)
+
+
+def _count(value: Any, where: str, source: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        _refuse(f"{where} must be a whole number, 0 or more", value, source)
+    return value
+
+
+def _label(value: Any, where: str, source: str) -> Label:
+    if isinstance(value, str) and len(value) <= 200:
+        return value
+    if isinstance(value, bool | int):
+        return value
+    _refuse(f"{where} must be a string, a whole number or a boolean", value, source)
+
+
+def _score(value: Any, where: str, source: str) -> LinearScore:
+    d = _fields(value, ("bias", "coef"), where, source)
+    pairs = []
+    for pair in _list(d["coef"], f"{where}.coef", source):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            _refuse(f"{where}.coef[] must be [column, weight] pairs", pair, source)
+        pairs.append(
+            (
+                _text(pair[0], f"{where}.coef[][0]", source),
+                _number(pair[1], f"{where}.coef[][1]", source),
+            )
+        )
+    if [c for c, _ in pairs] != sorted({c for c, _ in pairs}):
+        _refuse(
+            f"{where}.coef must be sorted by column, each column once",
+            [c for c, _ in pairs],
+            source,
+        )
+    return LinearScore(_number(d["bias"], f"{where}.bias", source), tuple(pairs))
+
+
+@attrs.frozen
+class Checkpoint:
+    """The heads a checkpoint holds, and the catalog they were fitted on."""
+
+    catalog: str
+    catalog_version: str
+    heads: tuple[Head, ...]
+
+
+def checkpoint_text(catalog: str, catalog_version: str, heads: Iterable[Head]) -> str:
+    """A checkpoint: the heads as JSON data, nothing that runs when read."""
+    data = {
+        "format": CHECKPOINT_FORMAT,
+        "catalog": catalog,
+        "catalog_version": catalog_version,
+        "heads": [h.to_dict() for h in sorted(heads, key=lambda h: h.question)],
+    }
+    return json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            msg = f"field {key!r} appears twice"
+            raise ValueError(msg)
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    msg = f"{name} is not a JSON number"
+    raise ValueError(msg)
+
+
+def read_checkpoint(data: bytes | str, *, source: str = "checkpoint") -> Checkpoint:
+    """Read a checkpoint written by `checkpoint_text`, checking all of it.
+
+    Only JSON is parsed: nothing in a checkpoint is imported, unpickled or run.
+    Anything else (too large, not UTF-8, not JSON, NaN, a field twice, a field
+    of the wrong type, an unknown field, a head of another catalog version) is
+    refused.
+
+    Raises:
+        CheckpointError: the checkpoint is refused; the message says where and why.
+    """
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        _refuse(
+            f"{source}: a checkpoint must be at most {MAX_CHECKPOINT_BYTES} bytes",
+            "a larger one",
+            source,
+        )
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        parsed = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        msg = (
+            f"{source} is not a heads checkpoint: not JSON text ({type(exc).__name__}: "
+            f"{str(exc)[:120]}); write checkpoints with system.save_heads(path)"
+        )
+        raise CheckpointError(msg, source=source) from None
+    d = _fields(parsed, _CHECKPOINT_FIELDS, source, source)
+    if d["format"] != CHECKPOINT_FORMAT:
+        _refuse(f"{source}: format must be {CHECKPOINT_FORMAT!r}", d["format"], source)
+    catalog = _text(d["catalog"], f"{source}: catalog", source)
+    version = _text(d["catalog_version"], f"{source}: catalog_version", source)
+    heads = tuple(
+        Head.from_dict(h, source=source) for h in _list(d["heads"], f"{source}: heads", source)
+    )
+    questions = [h.question for h in heads]
+    if len(set(questions)) != len(questions):
+        _refuse(f"{source}: each question may have one head", questions, source)
+    for head in heads:
+        if head.catalog_version != version:
+            _refuse(
+                f"{source}: head {head.question!r} was fitted on catalog version "
+                f"{head.catalog_version}, the checkpoint says {version}",
+                head.catalog_version,
+                source,
+            )
+    return Checkpoint(catalog, version, heads)

@@ -25,6 +25,7 @@ from solvi._run.scheduler import (
 from solvi._run.steps import Program
 from solvi.flow import Flow
 from solvi.record import canonical_json, record_hash, to_record_value
+from solvi.strategy import HeadPlan
 
 __all__ = [
     "RECORD_FORMAT",
@@ -39,6 +40,8 @@ __all__ = [
 
 Status = Literal["decided", "forced", "abstained"]
 RECORD_FORMAT = "solvi.record/1"
+#: what each line of the default order says about it
+_DEFAULT_ORDER = "(default order)"
 
 
 def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -49,12 +52,14 @@ def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
 class Answer:
     """The answer to one question.
 
-    `status` is ``"decided"`` (the rule answered), ``"forced"`` (a failed hard
-    check imposed the question's `forced` value) or ``"abstained"`` (no answer;
-    `reason` says why and `guard` names what stopped it: a hard check, or
-    ``"timeout"``, ``"error"``, ``"inputs"``, ``"cycle"``). `facts` holds the
-    question's targets that were computed; it is left out of equality, since
-    early exit computes fewer of them without changing the answer.
+    `status` is ``"decided"`` (the rule, or the question's trained head,
+    answered), ``"forced"`` (a failed hard check imposed the question's `forced`
+    value) or ``"abstained"`` (no answer; `reason` says why and `guard` names
+    what stopped it: a hard check, or ``"timeout"``, ``"error"``, ``"inputs"``,
+    ``"cycle"``). `facts` holds the question's targets that were computed; it is
+    left out of equality, since early exit computes fewer of them without
+    changing the answer. `probability` is set when a head answered: how likely
+    the head found its answer.
     """
 
     status: Status
@@ -62,6 +67,7 @@ class Answer:
     reason: str
     guard: str | None = None
     facts: Mapping[str, Any] = attrs.field(factory=dict, converter=_readonly, eq=False)
+    probability: float | None = None
 
     @property
     def decided(self) -> bool:
@@ -181,6 +187,10 @@ class Response:
         if slot.rule_node is not None:
             fact = nodes[slot.rule_node].fact
             return Answer("decided", run.vals[fact], f"rule {fact}", None, facts)
+        plan = self._program.flow.questions[q]
+        if isinstance(plan, HeadPlan):
+            label, p = plan.head.decide(run.vals)
+            return Answer("decided", label, plan.head.reason(label, p), None, facts, p)
         value = {f: run.vals[f] for f in slot.answer_facts if f in run.vals}
         return Answer("decided", value, "reported facts", None, facts)
 
@@ -262,7 +272,7 @@ class Response:
             else:
                 outcome = "not run"
             lines.append(
-                f"{node.parts[0].name}: with every hard check, first (default order) → {outcome}"
+                f"{node.parts[0].name}: with every hard check, first {_DEFAULT_ORDER} → {outcome}"
             )
         return tuple(lines)
 
@@ -303,15 +313,16 @@ class Response:
     def _body(self) -> dict[str, Any]:
         """The record without timings: what the hash covers."""
         run = self._run
-        answers = {
-            name: {
+        answers: dict[str, dict[str, Any]] = {}
+        for name, a in self.answers.items():
+            answers[name] = {
                 "status": a.status,
                 "value": to_record_value(a.value, f"answer {name}"),
                 "reason": a.reason,
                 "guard": a.guard,
             }
-            for name, a in self.answers.items()
-        }
+            if a.probability is not None:
+                answers[name]["probability"] = a.probability
         return {
             "format": RECORD_FORMAT,
             "catalog": self._catalog,
@@ -410,8 +421,18 @@ def _short(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+#: how each line of the default order ends (then there is no order to explain)
+_DEFAULT_ORDER_ENDS = tuple(
+    f"{_DEFAULT_ORDER} → {outcome}"
+    for outcome in ("passed", "failed", "could not be evaluated", "not run")
+)
+
+
 def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
-    """Render a stored or fresh record as text (what `Response.show` and `solvi show` print)."""
+    """Render a stored or fresh record as text (what `Response.show` and `solvi show` print).
+
+    When a learned order ran, the lines of `Trace.explain_order` close the view.
+    """
     lines = [
         f"{record['catalog']}  hash {record['hash'][:12]}"
         + ("" if record["early_exit"] else "  (whole flow)")
@@ -433,4 +454,9 @@ def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
         pw = max(len(p) for p, _ in record["skipped"])
         for part, reason in record["skipped"]:
             lines.append(f"  {part:<{pw}}  {reason}")
+    order = record.get("order") or []
+    if order and not str(order[0]).endswith(_DEFAULT_ORDER_ENDS):
+        # A learned order (or an order object) ran: say why each hard check ran when.
+        lines.append("order")
+        lines.extend(f"  {n}. {line}" for n, line in enumerate(order, 1))
     return "\n".join(lines)

@@ -10,8 +10,10 @@ cycle search are also functions of their own (`reachable_facts`,
 from __future__ import annotations
 
 import heapq
+import os
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence, Set
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -19,11 +21,14 @@ import attrs
 from solvi.catalog import Part
 from solvi.errors import _closest
 from solvi.flow import Flow, FlowNode, QuestionPlan
+from solvi.order import MAX_CHECKPOINT_BYTES, Head, read_checkpoint
 from solvi.question import Question
 
 __all__ = [
     "CostStrategist",
     "DeterministicStrategist",
+    "HeadPlan",
+    "ModelStrategist",
     "Price",
     "Prices",
     "Strategist",
@@ -45,6 +50,14 @@ class Price:
 
 #: part name -> Price
 Prices = Mapping[str, Price]
+
+
+@attrs.frozen
+class HeadPlan(QuestionPlan):
+    """The plan of a question answered by a trained head: its targets are the facts
+    the head selected, and the answer is the head's."""
+
+    head: Head
 
 
 def price_of(part: Part, prices: Prices | None) -> Price:
@@ -245,8 +258,14 @@ class _Planner:
         questions: Sequence[Question],
         keys: frozenset[str],
         prices: Prices | None = None,
+        *,
+        heads: Mapping[str, Head] | None = None,
     ) -> Flow:
-        """Plan a flow for the given keys (see the module docstring)."""
+        """Plan a flow for the given keys (see the module docstring).
+
+        `heads` maps question names to trained heads: a question without a rule
+        that has one targets the head's facts (its plan is a `HeadPlan`).
+        """
         flow_parts = [p for p in parts if p.kind != "extract"]
         producers: dict[str, list[Part]] = {}
         for p in flow_parts:
@@ -264,13 +283,13 @@ class _Planner:
             # question with all of them planned still governs it.
             full = {f: tuple(ps) for f, ps in usable.items()}
             full_plans, _ = self._questions(
-                parts, questions, keys, producers, computable, runnable, full, why, None
+                parts, questions, keys, producers, computable, runnable, full, why, None, heads
             )
             by_name = {p.name: p for p in flow_parts}
             keep = [frozenset(by_name[g].provides for g in q.governing) for q in full_plans]
         selected = {f: self.select(f, ps, prices) for f, ps in usable.items()}
         plans, per_question = self._questions(
-            parts, questions, keys, producers, computable, runnable, selected, why, keep
+            parts, questions, keys, producers, computable, runnable, selected, why, keep, heads
         )
         nodes = self._order(selected, keys, plans, per_question)
         in_flow = {p.name for node in nodes for p in node.parts}
@@ -393,6 +412,7 @@ class _Planner:
         selected: Mapping[str, tuple[Part, ...]],
         why: Mapping[str, _Why],
         keep: Sequence[frozenset[str]] | None,
+        heads: Mapping[str, Head] | None,
     ) -> tuple[list[QuestionPlan], list[frozenset[str]]]:
         by_name = {p.name: p for p in parts}
         checks = [p for p in parts if p.kind == "check"]
@@ -408,10 +428,13 @@ class _Planner:
 
         for index, q in enumerate(questions):
             rule = _rule_of(q, by_name)
+            head = heads.get(q.name) if heads and rule is None else None
             narrowed = True
             if rule is not None:
                 targets: tuple[str, ...] = rule.inputs
                 answer_facts: tuple[str, ...] = (rule.provides,)
+            elif head is not None:
+                targets = answer_facts = head.facts
             elif q.uses is not None:
                 targets = q.uses
                 answer_facts = q.uses
@@ -453,20 +476,19 @@ class _Planner:
                     key=lambda p: p.index,
                 )
             )
-            plans.append(
-                QuestionPlan(
-                    name=q.name,
-                    index=index,
-                    rule=rule.name if rule is not None else None,
-                    targets=tuple(targets),
-                    facts=frozenset(facts),
-                    governing=governing,
-                    narrowed=narrowed,
-                    blocked=None if blocked is None else blocked.text,
-                    blocked_guard=None if blocked is None else blocked.guard,
-                    forced=q.forced,
-                )
-            )
+            fields: dict[str, Any] = {
+                "name": q.name,
+                "index": index,
+                "rule": rule.name if rule is not None else None,
+                "targets": tuple(targets),
+                "facts": frozenset(facts),
+                "governing": governing,
+                "narrowed": narrowed,
+                "blocked": None if blocked is None else blocked.text,
+                "blocked_guard": None if blocked is None else blocked.guard,
+                "forced": q.forced,
+            }
+            plans.append(QuestionPlan(**fields) if head is None else HeadPlan(**fields, head=head))
             facts_per_question.append(frozenset(facts))
         return plans, facts_per_question
 
@@ -583,6 +605,98 @@ class CostStrategist(_Planner):
             return (not price.preferred, price.cost_ms, p.index)
 
         return (min(runnable, key=rank),)
+
+
+class ModelStrategist:
+    """Plans like its base strategist, with the targets of trained heads.
+
+    A question without a rule that has a head targets the facts the head
+    selected, so its flow narrows to their producers; every other question is
+    planned as the base strategist plans it. A System whose questions were
+    fitted (`System.fit`) plans with one of these; `load` reads one from a
+    checkpoint written by `System.save_heads`, for a fresh process that plans
+    and answers without refitting: ``System(cat, strategist=ModelStrategist.load(p))``.
+
+    Args:
+        heads: the trained heads, at most one per question.
+        base: the strategist that plans everything else (default
+            `DeterministicStrategist()`); a `DeterministicStrategist` or a
+            `CostStrategist`.
+        catalog: the name of the catalog the heads were fitted on, if known.
+
+    Raises:
+        TypeError: `base` is not a `DeterministicStrategist` or `CostStrategist`,
+            or a head is not a `Head`.
+        ValueError: two heads answer the same question.
+    """
+
+    def __init__(
+        self,
+        heads: Iterable[Head] = (),
+        base: Strategist | None = None,
+        *,
+        catalog: str | None = None,
+    ) -> None:
+        if isinstance(base, ModelStrategist):
+            base = base.base
+        if base is None:
+            base = DeterministicStrategist()
+        if not isinstance(base, _Planner):
+            msg = (
+                f"ModelStrategist plans with heads on top of a DeterministicStrategist or a "
+                f"CostStrategist, got {type(base).__name__}; pass one of those as base="
+            )
+            raise TypeError(msg)
+        by_question: dict[str, Head] = {}
+        for head in heads:
+            if not isinstance(head, Head):
+                msg = f"ModelStrategist takes solvi.order.Head objects, got {type(head).__name__}"
+                raise TypeError(msg)
+            if head.question in by_question:
+                msg = f"two heads answer question {head.question!r}; keep one head per question"
+                raise ValueError(msg)
+            by_question[head.question] = head
+        self.base: Strategist = base
+        self.heads: Mapping[str, Head] = MappingProxyType(by_question)
+        self.catalog = catalog
+        self.name = f"{base.name}+heads"
+        self.prunes = base.prunes
+        self.needs = base.needs
+
+    def __repr__(self) -> str:
+        return f"ModelStrategist({', '.join(self.heads) or 'no heads'}, base={self.base!r})"
+
+    def plan(
+        self,
+        parts: Sequence[Part],
+        questions: Sequence[Question],
+        keys: frozenset[str],
+        prices: Prices | None = None,
+    ) -> Flow:
+        """The base strategist's flow, with the heads' facts as their questions' targets."""
+        assert isinstance(self.base, _Planner)  # checked in __init__
+        flow = self.base.plan(parts, questions, keys, prices, heads=self.heads)
+        return attrs.evolve(flow, strategist=self.name)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, base: Strategist | None = None
+    ) -> ModelStrategist:
+        """The strategist of a checkpoint written by `System.save_heads`.
+
+        Only JSON is read, and all of it is checked (see `solvi.order.read_checkpoint`):
+        a checkpoint never runs anything. A System built with it refuses heads
+        fitted on another catalog version.
+
+        Raises:
+            CheckpointError: the file is not a heads checkpoint, or was changed.
+            OSError: the file cannot be read.
+        """
+        source = os.fspath(path)
+        with open(source, "rb") as f:
+            data = f.read(MAX_CHECKPOINT_BYTES + 1)  # one byte more: too large is refused
+        checkpoint = read_checkpoint(data, source=source)
+        return cls(checkpoint.heads, base, catalog=checkpoint.catalog)
 
 
 def _missing(

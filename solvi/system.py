@@ -17,7 +17,7 @@ from typing import Any, Literal
 import anyio
 import attrs
 
-from solvi import recovery
+from solvi import heads, recovery
 from solvi._run.async_ import run_async
 from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
 from solvi._run.steps import Node, Program, current_loop
@@ -223,6 +223,7 @@ class System:
             saved = self.store.load_blob(self.name, ORDER_BLOB)
             if saved is not None:
                 self.order_model = OrderModel.from_json(saved.decode())
+        self.heads = heads.attach_heads(self)  # trained heads by question, see `fit`
 
     # -- the settings, read-only ---------------------------------------------
 
@@ -339,6 +340,8 @@ class System:
         if mean is not None:
             return mean
         return part.cost if part.cost is not None else 0.0
+
+    facts_for, fit, save_heads = heads.facts_for, heads.fit, heads.save_heads  # see solvi.heads
 
     def learn_order(
         self, examples: Iterable[Mapping[str, Any]], features: Iterable[str] | None = None
