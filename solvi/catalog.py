@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
-from collections.abc import Callable, Iterable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar, overload
 
 import attrs
@@ -16,6 +19,22 @@ __all__ = ["Catalog", "Part", "PartKind", "inputs_of"]
 
 PartKind = Literal["fn", "check", "rule", "extract"]
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _not_a_dict(func: Any) -> str | None:
+    """An extract's return annotation, when it surely allows no dict (else None)."""
+    try:
+        hint = typing.get_type_hints(func).get("return", Any)
+    except Exception:  # an unresolvable annotation says nothing either way
+        return None
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    for member in typing.get_args(hint) if union else (hint,):
+        cls = typing.get_origin(member) or member
+        if cls is Any or cls is object or not isinstance(cls, type):
+            return None
+        if issubclass(cls, Mapping):
+            return None
+    return hint.__qualname__ if isinstance(hint, type) else repr(hint).replace("typing.", "")
 
 
 def _where(func: Callable[..., Any]) -> str:
@@ -60,18 +79,58 @@ def inputs_of(parts: Iterable[Part]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for p in flow_parts for i in p.inputs if i not in produced))
 
 
+def _synonyms(catalog: str, aliases: Mapping[str, str] | None) -> Mapping[str, str]:
+    """`aliases=` checked for shape: other names (any non-empty text) for input names.
+
+    Whether each names an input is known only once every part is declared, so
+    `solvi.aliases.Aliases.of` checks that when the System is built.
+    """
+    if aliases is None:
+        return MappingProxyType({})
+    where = f"Catalog({catalog!r}, aliases=...)"
+    if not isinstance(aliases, Mapping):
+        msg = (
+            f"{where} takes a dict of synonym -> input name, e.g. {{'salary': 'income'}}, got "
+            f"{type(aliases).__name__}"
+        )
+        raise CatalogError(msg)
+    for synonym, target in aliases.items():
+        if not isinstance(synonym, str) or not synonym.strip():
+            msg = f"{where}: a synonym must be a non-empty string, got {synonym!r}"
+            raise CatalogError(msg)
+        if not isinstance(target, str) or not target.isidentifier():
+            msg = (
+                f"{where} maps {synonym!r} to {target!r}; map each synonym to an input's name "
+                f"(a parameter name of the parts that read it)"
+            )
+            raise CatalogError(msg)
+    return MappingProxyType(dict(aliases))
+
+
 class Catalog:
     """A named, ordered collection of parts, filled by its decorators.
 
     Declaration order matters: producers of one fact are tried in it, and when
     several hard checks fail, the first declared decides.
+
+    Args:
+        name: the catalog's name, in records and stores.
+        aliases: other names of the catalog's inputs (``{"salary": "income"}``),
+            matched by `solvi.aliases` (experimental) for `ask_text` and, when
+            enabled, `solvi serve`.
+
+    Raises:
+        CatalogError: the name is empty, or `aliases` is not a dict of
+            non-empty synonyms to input names.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, aliases: Mapping[str, str] | None = None) -> None:
         if not isinstance(name, str) or not name:
             msg = f"a catalog needs a non-empty name, got {name!r}"
             raise CatalogError(msg)
         self.name = name
+        #: synonyms of the catalog's inputs (``{"salary": "income"}``), for `solvi.aliases`
+        self.aliases: Mapping[str, str] = _synonyms(name, aliases)
         self._parts: list[Part] = []
         self._by_name: dict[str, Part] = {}
 
@@ -284,10 +343,83 @@ class Catalog:
     ) -> F | Callable[[F], F]:
         """Declare a part that turns text into facts (a dict), used by `ask_text`.
 
+        An extract reads ``text`` and, if it must, facts that extracts declared
+        before it give; it returns a dict of facts (sync or ``async def``).
+
+        Args:
+            cost: expected run time in ms.
+            timeout: seconds after which the call is abandoned (a safeguard).
+            blocking: a sync extract that must run in a worker thread under `aask_text`.
+
         Raises:
-            CatalogError: the function cannot be a part (see the message).
+            CatalogError: the function cannot be a part, reads nothing, reads a
+                fact a part computes, reads something other than ``text`` with no
+                extract before it, yields instead of returning, or is annotated to
+                return something other than a dict.
         """
-        return self._declare("extract", func, cost=cost, timeout=timeout, blocking=blocking)
+        options: dict[str, Any] = {"cost": cost, "timeout": timeout, "blocking": blocking}
+        if func is None:
+
+            def decorate(f: F) -> F:
+                self._check_extract(f)
+                return self._add("extract", f, **options)
+
+            return decorate
+        self._check_extract(func)
+        return self._add("extract", func, **options)
+
+    def _check_extract(self, func: Any) -> None:
+        """Refuse, before it is declared, an extract that could never work."""
+        if isinstance(func, type) or not callable(func):
+            return  # _add says what is wrong with it
+        name = getattr(func, "__name__", repr(func))
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            msg = (
+                f"extract {name!r} is a generator (it yields); an extract returns one dict of "
+                f"facts, so use return instead of yield"
+            )
+            raise CatalogError(msg, part=name)
+        try:
+            params = [
+                p
+                for p in inspect.signature(func).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):
+            return  # _add reports an unreadable signature
+        if not params:
+            msg = (
+                f"extract {name!r} reads nothing; an extract reads the request's text, so give "
+                f"it a parameter named text: def {name}(text) -> dict"
+            )
+            raise CatalogError(msg, part=name)
+        computed = {p.provides: p.name for p in self._parts if p.kind != "extract"}
+        earlier = any(p.kind == "extract" for p in self._parts)
+        for param in params:
+            if param.name == "text":
+                continue
+            if param.name in computed:
+                msg = (
+                    f"extract {name!r} reads {param.name!r}, which part "
+                    f"{computed[param.name]!r} computes; extracts run before the flow, so an "
+                    f"extract reads only text and facts earlier extracts give (read "
+                    f"{param.name!r} in a fn part instead)"
+                )
+                raise CatalogError(msg, part=name)
+            if not earlier:
+                msg = (
+                    f"extract {name!r} reads {param.name!r}, but no extract is declared before "
+                    f"it to give that; an extract reads text and facts earlier extracts give, "
+                    f"so declare the extract that finds {param.name!r} first"
+                )
+                raise CatalogError(msg, part=name)
+        returns = _not_a_dict(func)
+        if returns is not None:
+            msg = (
+                f"extract {name!r} is annotated to return {returns}; an extract returns a dict "
+                f"of facts (annotate it -> dict[str, Any])"
+            )
+            raise CatalogError(msg, part=name)
 
     # -- validation -------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import anyio
 import attrs
 
-from solvi import heads, recovery
+from solvi import extract, heads, recovery
 from solvi._run.async_ import run_async
 from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
 from solvi._run.steps import Node, Program, current_loop
@@ -25,7 +25,6 @@ from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
-from solvi.extract import extract_facts
 from solvi.flow import Flow
 from solvi.flow_cache import FlowCache
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
@@ -176,6 +175,7 @@ class System:
             warnings.warn(message, SolviWarning, stacklevel=2)
         #: what a request may not set (hard checks, and the facts they read)
         self.guard = RequestGuard.of(catalog, overrides)
+        self._text = extract.TextReader.of(catalog)  # its extracts and aliases, for ask_text
         self.order_model = OrderModel()
         self.logger = logger
         if logger is not None:
@@ -684,14 +684,9 @@ class System:
                     stacklevel=3,
                 )
 
-    def ask_text(self, text: str, **options: Any) -> Response:
-        """Turn text into facts with the catalog's `extract` parts, then `ask`.
-
-        Each extract part reads the request (``text`` and nothing else) and
-        returns a dict of facts; later extractors win on a shared key.
-        """
-        state = extract_facts(self._parts, text)
-        return self.ask(state, **options)
+    # `ask` / `aask` on the request a text makes (the extract parts run first): see solvi.extract
+    ask_text = extract.ask_text
+    aask_text = extract.aask_text
 
     def _conclude(self, run: Run) -> Response:
         """Learn from a finished run and make its Response (no I/O: both drivers end here)."""
