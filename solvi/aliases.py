@@ -17,7 +17,7 @@ another input; both are checked when the System is built (`PlanError`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -72,8 +72,12 @@ class Aliases:
     forms: Mapping[str, tuple[str, ...]] = attrs.field(converter=_readonly, repr=False)
 
     @classmethod
-    def of(cls, catalog: Catalog) -> Aliases:
+    def of(cls, catalog: Catalog, inputs: Iterable[str] = ()) -> Aliases:
         """The matcher of `catalog`: its inputs and its declared ``aliases=``.
+
+        Args:
+            catalog: the catalog.
+            inputs: more inputs, e.g. those a System declares with ``inputs=``.
 
         Raises:
             PlanError: a synonym names no input (a computed fact, or nothing), is
@@ -81,7 +85,7 @@ class Aliases:
                 with a different meaning.
         """
         parts = catalog.parts
-        inputs = tuple(sorted(catalog.inputs))
+        inputs = tuple(sorted({*catalog.inputs, *inputs}))
         computed = {p.provides: p.name for p in parts if p.kind != "extract"}
         by_form: dict[str, list[str]] = {}
         for name in inputs:

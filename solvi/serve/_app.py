@@ -20,7 +20,7 @@ import attrs
 
 from solvi.errors import RecordError, RequestError
 from solvi.flow import Flow
-from solvi.record import to_record_value
+from solvi.record import canonical_json, to_record_value
 from solvi.response import Response as Answered
 from solvi.serve._inputs import ServedKeys
 from solvi.serve._metrics import CountRequests, Metrics
@@ -145,7 +145,7 @@ class _Server:
             options = ask_options(request.query_params, self.questions)
             check_media_type(request)
             body = await read_body(request, self.limits.max_body, self.limits.read_timeout)
-            state = parse_state(body, self.limits.max_keys)
+            state, matched = self.keys.normalise(parse_state(body, self.limits.max_keys))
             self.keys.check(state)
         except ClientError as err:
             return _refuse(err)
@@ -171,7 +171,10 @@ class _Server:
 
         try:
             if options.question is None:
-                return Response(res.to_json(), media_type="application/json")
+                if matched is None:
+                    return Response(res.to_json(), media_type="application/json")
+                record = {**res.record, "matched": matched}
+                return Response(canonical_json(record), media_type="application/json")
             answer = res[options.question]
             single = {
                 "catalog": self.system.name,
@@ -184,6 +187,8 @@ class _Server:
                 },
                 "hash": res.hash,
             }
+            if matched is not None:
+                single["matched"] = matched
             return _json_response(single)
         except RecordError as exc:
             msg = (
@@ -225,6 +230,7 @@ class _Server:
         keys = {k.strip() for text in given for k in text.split(",") if k.strip()}
         try:
             check_key_count(len(keys), self.limits.max_keys, "keys=")
+            keys = {self.keys.match(k) for k in keys}
             self.keys.check(keys)
         except ClientError as err:
             return _refuse(err)
@@ -291,6 +297,7 @@ def asgi(
     max_keys: int = 1_000,
     read_timeout: float = 10.0,
     allow_overrides: bool = False,
+    aliases: bool = False,
 ) -> Starlette:
     """Build the HTTP app of a System: mount it in your own app, or serve it with uvicorn.
 
@@ -305,12 +312,21 @@ def asgi(
     System alone decides, as in ``system.ask``: it refuses hard checks and the
     facts they read unless its ``overrides=`` names them.
 
+    With ``aliases=True`` (experimental) a key written in another convention
+    (``monthlyIncome``, ``monthly-income``, ``Monthly Income``) or a synonym the
+    catalog declares (``Catalog(aliases={"salary": "income"})``) is read as the
+    input it names before anything else is checked, and the answer's JSON says
+    what was renamed under ``"matched"`` (not part of the hash: the answers
+    depend only on the renamed state). A key that could name two inputs, or two
+    keys that name one, are a 422 ``ambiguous_key`` naming both.
+
     Args:
         system: the System that answers.
         max_body: the largest request body accepted, in bytes (413 above it).
         max_keys: the most keys a state (or ``keys=``) may have (422 above it).
         read_timeout: seconds the whole body may take to arrive (408 after it).
         allow_overrides: accept any key the System accepts, not only inputs.
+        aliases: read keys in other conventions as the inputs they name.
 
     Returns:
         A Starlette application.
@@ -319,6 +335,7 @@ def asgi(
         ImportError: Starlette is not installed (the message gives the install command).
         TypeError: `system` is not a System.
         ValueError: a limit is not a positive number.
+        PlanError: with `aliases`, a synonym of the catalog names no input.
     """
     if not isinstance(system, System):
         msg = f"asgi() needs a solvi.System, got {type(system).__name__}; build System(catalog)"
@@ -333,7 +350,8 @@ def asgi(
     from starlette.routing import Route
 
     limits = Limits(max_body, max_keys, float(read_timeout))
-    server = _Server(system, limits, ServedKeys.of(system, allow_overrides=allow_overrides))
+    keys = ServedKeys.of(system, allow_overrides=allow_overrides, aliases=aliases)
+    server = _Server(system, limits, keys)
     routes = [
         Route("/v1/ask", server.ask, methods=["POST"]),
         Route("/v1/plan", server.plan, methods=["GET"]),

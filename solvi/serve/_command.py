@@ -58,6 +58,7 @@ def run(
     read_timeout: float = 10.0,
     allow_overrides: bool = False,
     log_level: str = "info",
+    aliases: bool = False,
 ) -> None:
     """Serve the System named by `target` with uvicorn until interrupted.
 
@@ -77,6 +78,8 @@ def run(
         allow_overrides: accept any key the System accepts, not only the
             catalog's inputs.
         log_level: uvicorn's log level.
+        aliases: read keys written in other conventions (``monthlyIncome``, a
+            synonym the catalog declares) as the inputs they name (experimental).
 
     Raises:
         ImportError: Starlette or uvicorn is not installed.
@@ -90,6 +93,7 @@ def run(
         max_keys=max_keys,
         read_timeout=read_timeout,
         allow_overrides=allow_overrides,
+        aliases=aliases,
     )
     from solvi.serve._protocol import header_deadline_protocol
 
@@ -155,6 +159,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument(
+        "--aliases",
+        action="store_true",
+        help=(
+            "read keys written in other conventions (monthlyIncome, monthly-income, a synonym "
+            "the catalog declares) as the inputs they name; experimental"
+        ),
+    )
+    parser.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug", "trace"],
         default="info",
@@ -174,6 +186,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             read_timeout=args.read_timeout,
             allow_overrides=args.allow_overrides,
             log_level=args.log_level,
+            aliases=args.aliases,
         )
     except TargetError as exc:
         sys.stderr.write(f"solvi serve: {exc}\n")
@@ -188,7 +201,7 @@ def add_serve_command(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     """Register ``serve TARGET [--host] [--port] [--max-body] [--max-keys] [--read-timeout]
-    [--allow-overrides]`` on an argparse subparsers object.
+    [--allow-overrides] [--aliases]`` on an argparse subparsers object.
 
     The sub-command sets ``run`` to a function taking the parsed arguments and
     returning the exit status (1 when building the target's System fails on a

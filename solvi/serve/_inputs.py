@@ -5,7 +5,9 @@ its extract parts): what only a request can bring. Any other key names a fact
 a part computes, or nothing at all; the server refuses both with 422
 ``not_an_input`` unless it was built with ``allow_overrides=True``, which
 leaves the decision to the System (its own `RequestError` for hard checks and
-the facts they read, and its ``overrides=``).
+the facts they read, and its ``overrides=``). Built with ``aliases=True``, it
+first reads keys written in other conventions (``monthlyIncome``, a declared
+synonym) as the inputs they name (`solvi.aliases`, experimental).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Part
 from solvi.errors import _closest
 from solvi.serve._requests import ClientError
@@ -47,10 +50,18 @@ class ServedKeys:
     #: The JSON Schema of each input, from the annotations of the parts that read it.
     schemas: Mapping[str, dict[str, Any]]
     allow_overrides: bool = False
+    #: How keys in other conventions are read as inputs (None: they are not).
+    aliases: Aliases | None = None
 
     @classmethod
-    def of(cls, system: System, *, allow_overrides: bool = False) -> ServedKeys:
-        """The keys `system` takes when served (computed once, when the app is built)."""
+    def of(
+        cls, system: System, *, allow_overrides: bool = False, aliases: bool = False
+    ) -> ServedKeys:
+        """The keys `system` takes when served (computed once, when the app is built).
+
+        Raises:
+            PlanError: with `aliases`, a synonym of the catalog names no input.
+        """
         parts = [p for p in system.catalog.parts if p.kind != "extract"]
         computed: dict[str, list[str]] = {}
         for p in parts:
@@ -71,7 +82,36 @@ class ServedKeys:
             computed={fact: tuple(names) for fact, names in computed.items()},
             schemas=schemas,
             allow_overrides=allow_overrides,
+            aliases=Aliases.of(system.catalog, inputs) if aliases else None,
         )
+
+    def normalise(self, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """The state with its keys read as inputs, and what was renamed (None: the
+        server does not match names).
+
+        Raises:
+            ClientError: 422 ``ambiguous_key`` naming the key and every input it
+                could be, or the two keys that name one input.
+        """
+        if self.aliases is None:
+            return state, None
+        try:
+            return self.aliases.normalise(state)
+        except AliasError as exc:
+            raise _ambiguous(exc) from None
+
+    def match(self, key: str) -> str:
+        """One key read as the input it names (itself without name matching).
+
+        Raises:
+            ClientError: 422 ``ambiguous_key``.
+        """
+        if self.aliases is None:
+            return key
+        try:
+            return self.aliases.match(key)
+        except AliasError as exc:
+            raise _ambiguous(exc) from None
 
     def check(self, keys: Iterable[str]) -> None:
         """Refuse the first key (by name) that is not an input, unless overrides are allowed.
@@ -104,6 +144,10 @@ class ServedKeys:
             f"System takes"
         )
         raise ClientError(422, "not_an_input", msg, key=key, keys=bad)
+
+
+def _ambiguous(exc: AliasError) -> ClientError:
+    return ClientError(422, "ambiguous_key", str(exc), key=exc.key, candidates=list(exc.candidates))
 
 
 def _schema(readers: list[Part], name: str) -> dict[str, Any]:

@@ -16,6 +16,11 @@ _STR: dict[str, Any] = {"type": "string"}
 _STRS: dict[str, Any] = {"type": "array", "items": _STR}
 _STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
 _HASH: dict[str, Any] = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_MATCHED: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": _STR,
+    "description": "Each key read as another name: the key as sent -> the input it names.",
+}
 _ERRORS = {
     400: "Bad JSON (not UTF-8, a repeated key, a number that is not finite) or a bad query value.",
     404: "Unknown question.",
@@ -77,6 +82,11 @@ def _state(keys: ServedKeys, max_body: int, max_keys: int) -> dict[str, Any]:
         )
     else:
         takes = "its keys are the catalog's inputs, and no other key is accepted"
+    if keys.aliases is not None:
+        takes += (
+            " (a key written in another convention, such as camelCase, kebab-case, spaces or "
+            "upper case, or a synonym the catalog declares, is read as the input it names)"
+        )
     schema: dict[str, Any] = {
         "type": "object",
         "description": (
@@ -87,7 +97,7 @@ def _state(keys: ServedKeys, max_body: int, max_keys: int) -> dict[str, Any]:
         "properties": dict(keys.schemas),
         "maxProperties": max_keys,
     }
-    if not keys.allow_overrides:
+    if not keys.allow_overrides and keys.aliases is None:
         schema["additionalProperties"] = False
     return schema
 
@@ -122,6 +132,16 @@ def openapi(system: System, max_body: int, max_keys: int, keys: ServedKeys) -> d
         hash=_HASH,
     )
     record["description"] = "The decision record: Response.record in Python."
+    single = _obj(
+        catalog={"const": system.name},
+        question={"type": "string", "enum": questions},
+        answer=_ref("Answer"),
+        hash=_HASH,
+    )
+    if keys.aliases is not None:
+        for schema in (record, single):
+            schema["properties"]["matched"] = _MATCHED
+            schema["required"].append("matched")
     schemas = {
         "State": _state(keys, max_body, max_keys),
         "Record": record,
@@ -131,12 +151,7 @@ def openapi(system: System, max_body: int, max_keys: int, keys: ServedKeys) -> d
             reason=_STR,
             guard={**_STR_OR_NULL, "description": "What stopped the question, if anything."},
         ),
-        "SingleAnswer": _obj(
-            catalog={"const": system.name},
-            question={"type": "string", "enum": questions},
-            answer=_ref("Answer"),
-            hash=_HASH,
-        ),
+        "SingleAnswer": single,
         "Step": _obj(
             part=_STR,
             fact=_STR,

@@ -46,6 +46,7 @@ ERROR_CODES = (
     "too_many_keys",
     "unrecordable_value",
     "not_an_input",
+    "ambiguous_key",
     "unsupported_media_type",
     "body_too_large",
     "read_timeout",
