@@ -4,7 +4,10 @@ conflicts reported, failures as safeguards, and one record whichever way they ra
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -472,3 +475,45 @@ def test_replay_of_a_conflict_is_the_same() -> None:
     system = System(_claims([]))
     result = system.replay(system.ask_text(DISAGREE).record)
     assert result.same, result.differences
+
+
+# -- the gallery example --------------------------------------------------------------------
+
+TRIAGE = Path(__file__).resolve().parents[2] / "examples" / "triage.py"
+TRIAGE_TABLE = """\
+ticket  priority  queue     refund
+T1      P1        billing   yes
+T2      P3        accounts  -
+T3      -         shipping  -
+T4      spam      spam      -
+T5      P3        billing   yes
+T3: severity: extracts disagree: tagged_severity gave "low", worded_severity gave "high"
+T3: order: ValueError: the ticket mentions an order but gives no number
+T4: hard check genuine failed: 3 links
+"""
+
+
+def test_the_triage_example_prints_its_table() -> None:
+    """`python examples/triage.py` runs on its own and prints the triage of every ticket."""
+    done = subprocess.run(
+        [sys.executable, str(TRIAGE)], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout == TRIAGE_TABLE
+    assert done.stderr == ""
+
+
+def test_the_triage_example_decides_from_text_alone() -> None:
+    """Its tickets abstain where the text is unclear, with reasons naming the extracts."""
+    spec = importlib.util.spec_from_file_location("triage_example_under_test", TRIAGE)
+    assert spec is not None
+    assert spec.loader is not None
+    triage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(triage)
+    res = triage.system.ask_text(triage.TICKETS["T3"])
+    assert res["priority"].reason == (
+        'inputs missing: severity (extracts disagree: tagged_severity gave "low", '
+        'worded_severity gave "high")'
+    )
+    assert res["refund_review"].guard == "error"
+    assert res.text.matched == {"customerId": "customer_id"}
+    assert triage.catalog.part("worded_severity").is_async
