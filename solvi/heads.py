@@ -67,6 +67,7 @@ __all__ = [
     "attach_heads",
     "facts_for",
     "fit",
+    "objective",
     "save_heads",
 ]
 
@@ -76,8 +77,8 @@ HEADS_BLOB = "heads"
 EPOCHS = 20
 #: folds of the cross-validation that scores a set of facts
 FOLDS = 3
-#: a fact is added only if it raises the cross-validated accuracy by this much;
-#: within this much of the best, the cheapest addition wins
+#: a fact is added only if it lowers the selection's `objective` by this much
+#: (cross-validated log loss, in nats per example, plus this much per e-fold of cost)
 MIN_GAIN = 0.005
 #: fewer labelled examples than this are refused
 MIN_EXAMPLES = 10
@@ -329,9 +330,9 @@ def _select(
     cost: _Costs,
     budget: float | None,
 ) -> tuple[tuple[str, ...], float]:
-    """Greedy forward selection: add the fact that raises cross-validated accuracy by at
-    least `MIN_GAIN`, the cheapest of those within `MIN_GAIN` of the best, while the
-    set's cost stays within `budget`."""
+    """Greedy forward selection on cost-aware log loss (see `objective`): add the fact
+    that lowers it most, by at least `MIN_GAIN`, while the set's cost stays within
+    `budget`. Returns the facts and their cross-validated accuracy."""
     folds = _folds(len(labels))
 
     def rows_of(facts: tuple[str, ...]) -> list[Row]:
@@ -344,9 +345,10 @@ def _select(
         return out
 
     chosen: tuple[str, ...] = ()
-    accuracy = _score(rows_of(chosen), labels, classes, folds)[0]
+    accuracy, loss = _score(rows_of(chosen), labels, classes, folds)
+    current = objective(loss, cost(chosen))
     while True:
-        options: list[tuple[float, float, float, int, str]] = []
+        options: list[tuple[float, float, int, float, str]] = []
         for rank, fact in enumerate(candidates):
             if fact in chosen:
                 continue
@@ -354,16 +356,21 @@ def _select(
             price = cost(trial)
             if budget is not None and price > budget:
                 continue
-            acc, loss = _score(rows_of(trial), labels, classes, folds)
-            if acc >= accuracy + MIN_GAIN:
-                options.append((acc, loss, price, rank, fact))
+            acc, trial_loss = _score(rows_of(trial), labels, classes, folds)
+            value = objective(trial_loss, price)
+            if value <= current - MIN_GAIN:
+                options.append((value, price, rank, acc, fact))
         if not options:
             return chosen, accuracy
-        top = max(o[0] for o in options)
-        acc, _, _, _, fact = min(
-            (o for o in options if o[0] >= top - MIN_GAIN), key=lambda o: (o[2], -o[0], o[1], o[3])
-        )
-        chosen, accuracy = (*chosen, fact), acc
+        current, _, _, accuracy, fact = min(options)
+        chosen = (*chosen, fact)
+
+
+def objective(loss: float, cost_ms: float) -> float:
+    """What selection minimises: cross-validated log loss (nats per example) plus
+    ``MIN_GAIN * ln(1 + cost_ms)``, so each e-fold rise of one plus the cost per
+    decision must buy another `MIN_GAIN` of log loss."""
+    return loss + MIN_GAIN * math.log1p(cost_ms)
 
 
 def fit(
@@ -378,13 +385,14 @@ def fit(
     """Train a head for a question without a rule, and answer it with the head from now on.
 
     The head is trained on `facts_for(states)`. Without `features` it selects
-    them: greedy forward selection by cross-validated accuracy, each step adding
-    the fact that raises it by at least `MIN_GAIN` (the cheapest of those
-    within `MIN_GAIN` of the best), as long as the question's narrowed flow
-    costs at most `budget_ms` per decision. From then on the question's targets
-    are the head's facts: its flow runs only their producers (and what the
-    planner always adds), and it is answered ``decided`` with the head's most
-    likely class, its probability, and a reason naming the head and its facts.
+    them: greedy forward selection, each step adding the fact that lowers the
+    `objective` most (cross-validated log loss, plus `MIN_GAIN` per e-fold of
+    one plus the cost per decision), by at least `MIN_GAIN`, as long as the
+    question's narrowed flow costs at most `budget_ms` per decision. From then
+    on the question's targets are the head's facts: its flow runs only their
+    producers (and what the planner always adds), and it is answered
+    ``decided`` with the head's most likely class, its probability, and a
+    reason naming the head and its facts.
     The head is kept in the store and changes `System.version`; the cached
     flows are dropped. Fit between requests, not while others run.
 

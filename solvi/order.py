@@ -152,6 +152,41 @@ class FastHead:
             for row, label in data:
                 self.update(row, label)
 
+    def fit_scaled(self, rows: Sequence[Row], labels: Sequence[float]) -> None:
+        """Refit from scratch with `scale` held as it is: the SGD steps of `fit`, on
+        columns scaled once (a column `scale` lacks, or holds as 0, is left out).
+
+        Each row's scaled values are computed once, not at every step, which
+        makes this several times faster than `fit` on many passes.
+        """
+        scale = self.scale
+        index: dict[str, int] = {}
+        vectors = []
+        for row in rows:
+            vector = []
+            for column, value in row.items():
+                s = scale.get(column)
+                if s:
+                    j = index.setdefault(column, len(index))
+                    vector.append((j, value / s))
+            vectors.append(vector)
+        weights = [0.0] * len(index)
+        bias = 0.0
+        rate = self.rate
+        decay = 1.0 - rate * self.l2
+        data = list(zip(vectors, labels, strict=True))
+        for _ in range(self.epochs):
+            for vector, label in data:
+                z = bias
+                for j, x in vector:
+                    z += weights[j] * x
+                step = rate * (_sigmoid(z) - label)
+                bias -= step
+                for j, x in vector:
+                    weights[j] = weights[j] * decay - step * x
+        self.bias = bias
+        self.weights = {column: weights[j] for column, j in index.items()}
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for saving."""
         return {"weights": self.weights, "bias": self.bias, "scale": self.scale}
@@ -349,9 +384,13 @@ def fit_scores(
     """Train the logistic models of a head: one `FastHead` for two classes (it gives
     P(second class)), else one per class, one-vs-rest.
 
-    Every column is scaled by its largest magnitude in `rows` before training,
-    and the rows are visited in one order shuffled by `seed`, so the same data
-    always gives the same models.
+    A column every row has is standardised before training (mean 0, standard
+    deviation 1 over `rows`); any other column (a string's ``fact=value``, a key
+    some dicts lack) is divided by its largest magnitude and left out of rows
+    that lack it, so one-hot columns stay sparse; a constant column is left out.
+    This lets a few passes of SGD converge; the models are then written back in
+    the columns' own units. The rows are visited in one order shuffled by
+    `seed`, so the same data always gives the same models.
 
     Args:
         rows: features of each example (see `features_of`).
@@ -363,25 +402,41 @@ def fit_scores(
     Returns:
         One `LinearScore` for two classes, else one per class.
     """
-    scale: dict[str, float] = {}
+    n = len(rows)
+    seen: dict[str, int] = {}
+    sums: dict[str, float] = {}
+    peak: dict[str, float] = {}
     for row in rows:
         for column, value in row.items():
-            if abs(value) > scale.get(column, 0.0):
-                scale[column] = abs(value)
-    order = list(range(len(rows)))
+            seen[column] = seen.get(column, 0) + 1
+            sums[column] = sums.get(column, 0.0) + value
+            peak[column] = max(peak.get(column, 0.0), abs(value))
+    # column -> (shift, scale): value' = (value - shift) / scale
+    units: dict[str, tuple[float, float]] = {}
+    for column, count in seen.items():
+        if count == n:
+            m = sums[column] / n
+            sd = math.sqrt(sum((row[column] - m) ** 2 for row in rows) / n)
+            if sd > 0.0:
+                units[column] = (m, sd)
+        elif peak[column] > 0.0:
+            units[column] = (0.0, peak[column])
+    order = list(range(n))
     random.Random(seed).shuffle(order)
+    scaled = [
+        {c: (v - units[c][0]) / units[c][1] for c, v in rows[i].items() if c in units}
+        for i in order
+    ]
     wanted = list(classes[1:]) if len(classes) == 2 else list(classes)
     scores = []
     for target in wanted:
         head = FastHead(epochs=epochs)
-        head.scale = dict(scale)
-        head.fit((rows[i], 1.0 if labels[i] == target else 0.0) for i in order)
-        coef = tuple(
-            (column, head.weights[column] / scale[column])
-            for column in sorted(head.weights)
-            if scale.get(column)
-        )
-        scores.append(LinearScore(head.bias, coef))
+        head.scale = dict.fromkeys(units, 1.0)
+        head.fit_scaled(scaled, [1.0 if labels[i] == target else 0.0 for i in order])
+        weights = head.weights
+        coef = tuple((c, weights[c] / units[c][1]) for c in sorted(weights))
+        bias = head.bias - sum(weights[c] * units[c][0] / units[c][1] for c in weights)
+        scores.append(LinearScore(bias, coef))
     return tuple(scores)
 
 
