@@ -1,15 +1,19 @@
-"""What the parity solvers share: priority compression and the work budget."""
+"""What the parity solvers share: priority compression, the work budget and region ropes."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from grounded_decision.errors import ParityUnsolved
 
-__all__ = ["Budget", "compress_priorities"]
+__all__ = ["Budget", "Rope", "compress_priorities", "concat", "flatten"]
+
+Rope = list[int] | tuple["Rope", "Rope"] | None
+"""A region as nested pairs of lists, so that joining two regions costs nothing until read."""
 
 
-def compress_priorities(priority: tuple[int, ...]) -> list[int]:
+def compress_priorities(priority: Sequence[int]) -> list[int]:
     """Renumber priorities densely, keeping order and parity, merging same-parity neighbours.
 
     Two priorities with no priority of the other parity between them decide every play the
@@ -24,7 +28,32 @@ def compress_priorities(priority: tuple[int, ...]) -> list[int]:
         elif value % 2 != current % 2:
             current += 1
         mapping[value] = current
-    return [mapping[value] for value in priority]
+    return list(map(mapping.__getitem__, priority))
+
+
+def concat(left: Rope, right: Rope) -> Rope:
+    """Join two ropes without copying either."""
+    if left is None:
+        return right
+    if right is None:
+        return left
+    return (left, right)
+
+
+def flatten(rope: Rope) -> list[int]:
+    """The vertices of a rope, left to right."""
+    out: list[int] = []
+    todo = [rope]
+    while todo:
+        part = todo.pop()
+        if part is None:
+            continue
+        if isinstance(part, list):
+            out.extend(part)
+        else:
+            todo.append(part[1])
+            todo.append(part[0])
+    return out
 
 
 class Budget:

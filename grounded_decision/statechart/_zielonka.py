@@ -12,34 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grounded_decision.errors import ParityUnsolved
-from grounded_decision.statechart._parity_core import Budget
+from grounded_decision.statechart._parity_core import Budget, Rope, concat, flatten
 
 __all__ = ["solve_zielonka"]
-
-Rope = list[int] | tuple["Rope", "Rope"] | None
-
-
-def _cat(left: Rope, right: Rope) -> Rope:
-    if left is None:
-        return right
-    if right is None:
-        return left
-    return (left, right)
-
-
-def _flatten(rope: Rope) -> list[int]:
-    out: list[int] = []
-    todo = [rope]
-    while todo:
-        part = todo.pop()
-        if part is None:
-            continue
-        if isinstance(part, list):
-            out.extend(part)
-        else:
-            todo.append(part[1])
-            todo.append(part[0])
-    return out
 
 
 class _Level:
@@ -168,10 +143,10 @@ def solve_zielonka(
             favoured = level.favoured
             other = 1 - favoured
             if result[other] is not None:
-                lost = attract(_flatten(result[other]), other)
+                lost = attract(flatten(result[other]), other)
                 unlink(lost)
                 level.kept.append(lost)
-                level.won[other] = _cat(level.won[other], lost)
+                level.won[other] = concat(level.won[other], lost)
                 entering = True
                 continue
             for v in level.pulled[: level.tops]:
@@ -180,14 +155,16 @@ def solve_zielonka(
                         if alive[w]:
                             strategy[v] = w
                             break
-            level.won[favoured] = _cat(level.won[favoured], _cat(level.pulled, result[favoured]))
+            level.won[favoured] = concat(
+                level.won[favoured], concat(level.pulled, result[favoured])
+            )
         for lost in reversed(level.kept):
             relink(lost)
         result = (level.won[0], level.won[1])
         stack.pop()
         entering = False
     winner = [0] * n
-    for v in _flatten(result[1]):
+    for v in flatten(result[1]):
         winner[v] = 1
     for v in range(n):
         if owner[v] != winner[v]:

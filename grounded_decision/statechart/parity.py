@@ -13,8 +13,11 @@ import attrs
 
 from grounded_decision.errors import ParityUnsolved, SolverChoiceError
 from grounded_decision.statechart._parity_core import Budget, compress_priorities
+from grounded_decision.statechart._peel import decide_peeled, peel
 from grounded_decision.statechart._promotion import solve_promotion
+from grounded_decision.statechart._tangle import solve_tangles
 from grounded_decision.statechart._zielonka import solve_zielonka
+from grounded_decision.statechart._zielonka_fast import solve_zielonka_fast
 from grounded_decision.statechart.certificate import verify_certificate
 from grounded_decision.statechart.game import GameGraph, Limits
 
@@ -27,20 +30,25 @@ __all__ = [
     "winning_regions",
 ]
 
-ALGORITHMS = ("auto", "zielonka", "promotion")
+ALGORITHMS = ("auto", "zielonka", "promotion", "tl")
 """Solver names ``solve_parity`` accepts.
 
 ``zielonka`` is Zielonka's recursive algorithm, run iteratively; ``promotion`` is priority
-promotion. ``auto`` runs priority promotion when ``Limits.max_parity_depth`` is ``None``;
-under a depth cap (the default 64, defined by Zielonka's nesting) it runs Zielonka, so
-every documented refusal reads the same, and hands the game to priority promotion once
-Zielonka has done far more work than the game's size calls for.
+promotion; ``tl`` is tangle learning. Under a depth cap (``Limits.max_parity_depth``, 64 by
+default, defined by Zielonka's nesting) ``zielonka`` is the plain recursion, so every
+documented refusal reads the same, and ``auto`` runs it and hands the game to tangle learning
+once it has done far more work than the game's size calls for. With no depth cap every
+solver first peels off the vertices no move can return to, ``zielonka`` takes Verver's and
+Oink's refinements (heads until the parity changes, no second solve when the opponent gains
+nothing), and ``auto`` runs that Zielonka with an allowance of work and then tangle learning.
 """
 
 AUTO_WORK_PER_EDGE = 16
 """``auto`` gives Zielonka this many units of work per vertex and edge (plus a floor)."""
 AUTO_WORK_FLOOR = 200_000
-"""The least work ``auto`` lets Zielonka do before handing over."""
+"""The least work ``auto`` lets Zielonka do under a depth cap before handing over."""
+AUTO_FAST_FLOOR = 10_000
+"""The least work ``auto`` lets Zielonka do with no depth cap before tangle learning."""
 
 
 @attrs.frozen
@@ -51,7 +59,7 @@ class ParitySolution:
         winner: ``0`` (controller, Even) or ``1`` (environment, Odd) for each vertex.
         strategy: for each vertex whose owner wins there, the successor the owner picks;
             ``-1`` at vertices whose owner loses (any move loses there).
-        algorithm: the solver that produced it (``zielonka`` or ``promotion``).
+        algorithm: the solver that produced it (``zielonka``, ``promotion`` or ``tl``).
         steps: units of work spent (vertices attracted plus edges scanned).
 
     .. versionadded:: Unreleased
@@ -100,31 +108,67 @@ def solve_parity(
     if limits.max_game_vertices is not None and n > limits.max_game_vertices:
         msg = f"{n} vertices exceed limit {limits.max_game_vertices}"
         raise ParityUnsolved(msg, limit=limits.max_game_vertices, setting="max_game_vertices")
-    priority = compress_priorities(game.priority)
     budget = Budget(limits.parity_steps, limits.parity_seconds)
-    args = (game.successors, game.predecessors, game.owner, priority)
-    used = algorithm
-    if algorithm == "promotion":
-        winner, strategy = solve_promotion(*args, budget=budget)
-    elif algorithm == "zielonka":
-        winner, strategy = solve_zielonka(*args, max_depth=limits.max_parity_depth, budget=budget)
-    elif limits.max_parity_depth is None:
-        used = "promotion"
-        winner, strategy = solve_promotion(*args, budget=budget)
+    depth = limits.max_parity_depth
+    if depth is None or algorithm in ("promotion", "tl"):
+        used, winner, strategy = _solve_peeled(game, algorithm, budget)
     else:
+        args = (game.successors, game.predecessors, game.owner, compress_priorities(game.priority))
         used = "zielonka"
-        edges = sum(len(out) for out in game.successors)
-        trial = Budget(AUTO_WORK_FLOOR + AUTO_WORK_PER_EDGE * (n + edges), None)
-        try:
-            winner, strategy = solve_zielonka(
-                *args, max_depth=limits.max_parity_depth, budget=_Both(trial, budget)
-            )
-        except _Handover:
-            used = "promotion"
-            winner, strategy = solve_promotion(*args, budget=budget)
+        if algorithm == "zielonka":
+            winner, strategy = solve_zielonka(*args, max_depth=depth, budget=budget)
+        else:
+            trial = Budget(AUTO_WORK_FLOOR + AUTO_WORK_PER_EDGE * (n + _edges(game)), None)
+            try:
+                winner, strategy = solve_zielonka(
+                    *args, max_depth=depth, budget=_Both(trial, budget)
+                )
+            except _Handover:
+                used, winner, strategy = _solve_peeled(game, "tl", budget)
     return ParitySolution(
         winner=tuple(winner), strategy=tuple(strategy), algorithm=used, steps=budget.steps
     )
+
+
+def _edges(game: GameGraph) -> int:
+    return sum(map(len, game.successors))
+
+
+def _solve_peeled(
+    game: GameGraph, algorithm: str, budget: Budget
+) -> tuple[str, list[int], list[int]]:
+    """Solve the core left by ``peel`` with ``algorithm`` and decide the peeled vertices."""
+    core = peel(game.successors, game.predecessors, game.owner, game.priority)
+    budget.charge(core.work)
+    args = (core.successors, core.predecessors, core.owner)
+    used = algorithm
+    if algorithm == "promotion":
+        found = solve_promotion(*args, compress_priorities(core.priority), budget=budget)
+    elif algorithm == "zielonka":
+        found = solve_zielonka_fast(*args, core.priority, budget=budget)
+    elif algorithm == "tl":
+        found = solve_tangles(*args, core.priority, budget=budget)
+    else:
+        size = len(core.vertices) + sum(map(len, core.successors))
+        trial = Budget(AUTO_FAST_FLOOR + AUTO_WORK_PER_EDGE * size, None)
+        used = "zielonka"
+        try:
+            found = solve_zielonka_fast(*args, core.priority, budget=_Both(trial, budget))
+        except _Handover:
+            used = "tl"
+            found = solve_tangles(*args, core.priority, budget=budget)
+    if not core.peeled:
+        return used, found[0], found[1]
+    n = len(game)
+    winner = [0] * n
+    strategy = [-1] * n
+    vertices = core.vertices
+    for v, side, pick in zip(vertices, found[0], found[1], strict=True):
+        winner[v] = side
+        if pick >= 0:
+            strategy[v] = vertices[pick]
+    decide_peeled(core, game.successors, game.owner, winner, strategy)
+    return used, winner, strategy
 
 
 class _Handover(Exception):

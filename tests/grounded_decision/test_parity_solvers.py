@@ -96,13 +96,30 @@ def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
         assert _wins(game, algorithm) == expected
 
 
-def test_priority_promotion_solves_the_core_counter_quickly() -> None:
-    """The core counter that drives Zielonka to many calls takes promotion few steps."""
-    game = GAMES.counter_core(6)
+def test_promotion_and_tangles_solve_the_core_counter_quickly() -> None:
+    """The core counter that makes Zielonka exponential takes promotion and tl far fewer steps."""
+    game = GAMES.counter_core(8)
     zielonka = solve_parity(game, NO_LIMITS, algorithm="zielonka")
     promotion = solve_parity(game, NO_LIMITS, algorithm="promotion")
-    assert zielonka.winner == promotion.winner
+    tangles = solve_parity(game, NO_LIMITS, algorithm="tl")
+    assert zielonka.winner == promotion.winner == tangles.winner
     assert promotion.steps * 10 < zielonka.steps
+    assert tangles.steps * 50 < zielonka.steps
+
+
+def test_auto_without_a_depth_cap_hands_a_crafted_game_to_tangle_learning() -> None:
+    """With no depth cap auto gives Zielonka an allowance and then runs tangle learning."""
+    solution = solve_parity(GAMES.counter_core(10), NO_LIMITS)
+    assert solution.algorithm == "tl"
+    assert solve_parity(GAMES.ladder(200), NO_LIMITS).algorithm == "zielonka"
+
+
+def test_auto_under_the_depth_cap_hands_over_to_tangle_learning() -> None:
+    """Under a depth cap auto runs the plain Zielonka first and tangle learning once it is spent."""
+    limits = Limits(max_game_vertices=None, max_parity_depth=1_000)
+    solution = solve_parity(GAMES.counter_core(12), limits)
+    assert solution.algorithm == "tl"
+    assert check_certificate(GAMES.counter_core(12), solution.winner, solution.strategy).valid
 
 
 def _chain(n: int) -> GameGraph:

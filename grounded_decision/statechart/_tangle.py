@@ -1,0 +1,424 @@
+"""Tangle learning (van Dijk, "Attracting tangles to solve parity games", CAV 2018).
+
+A tangle of player ``a`` is a strongly connected set of vertices with a strategy of ``a`` on
+it under which every cycle inside is won by ``a``; the opponent may leave it only through its
+escapes. Each pass splits the unsolved game top-down into regions, as Zielonka's algorithm
+does, but the attractor of a region also pulls in a known tangle of the region's player (of
+priority at most the region's) once every escape of it lies in a region of that player, and
+with it every vertex of the tangle. A region the opponent cannot leave downwards is closed:
+
+- if it is the first region of its player in the pass, the opponent cannot leave it at all
+  (every higher region is the opponent's, and would have attracted any vertex with a move
+  into it), so it is a dominion;
+- otherwise the bottom strongly connected components of the region under the region's
+  strategy, found from its heads, are new tangles; one without escapes is a dominion.
+
+A dominion is extended to its player's attractor (tangles included) in the whole unsolved
+game, solved, and the next pass starts from the top; otherwise the pass ends at the bottom
+of the game with at least one new tangle learnt. A tangle is learnt at most once, so the
+passes end.
+
+Bookkeeping: ``where[v]`` is the region of ``v`` in the current pass (region numbers grow
+across passes, so anything below the pass's first number is free) or ``SOLVED``; an opponent
+vertex is attracted when its count of free successors reaches zero; a tangle counts down its
+escapes that have joined a region of its player.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from grounded_decision.statechart._parity_core import Budget
+
+__all__ = ["solve_tangles"]
+
+SOLVED = sys.maxsize
+"""``where`` of a solved vertex: above every region number, so never free."""
+
+
+def solve_tangles(
+    successors: Sequence[Sequence[int]],
+    predecessors: Sequence[Sequence[int]],
+    owner: Sequence[int],
+    priority: Sequence[int],
+    *,
+    budget: Budget,
+) -> tuple[list[int], list[int]]:
+    """Return ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where the owner loses.
+
+    ``priority`` may have gaps. Every vertex needs a successor.
+
+    Raises:
+        ParityUnsolved: when the budget is spent.
+    """
+    return _Solver(successors, predecessors, owner, priority, budget).run()
+
+
+class _Solver:
+    """The state of one solve: regions of the current pass, strategies and the tangles."""
+
+    def __init__(
+        self,
+        successors: Sequence[Sequence[int]],
+        predecessors: Sequence[Sequence[int]],
+        owner: Sequence[int],
+        priority: Sequence[int],
+        budget: Budget,
+    ) -> None:
+        n = len(priority)
+        self.successors = successors
+        self.predecessors = predecessors
+        self.owner = owner
+        self.priority = priority
+        self.parity = [p & 1 for p in priority]
+        self.budget = budget
+        self.order = sorted(range(n), key=priority.__getitem__, reverse=True)
+        self.winner = [-1] * n
+        self.strategy = [-1] * n
+        self.where = [-1] * n
+        self.move = [-1] * n
+        self.live = [len(out) for out in successors]
+        self.unsolved = n
+        self.region = 0
+        self.tick = 0
+        self.seen = [0] * n
+        self.index = [0] * n
+        self.low = [0] * n
+        self.done = [0] * n
+        self.flags = [0] * n
+        self.attached: list[list[int]] = [[] for _ in range(n)]
+        self.t_vertices: list[list[int]] = []
+        self.t_moves: list[list[int]] = []
+        self.t_priority: list[int] = []
+        self.t_live: list[int] = []
+        self.t_count: list[int] = []
+        self.t_stamp: list[int] = []
+
+    def run(self) -> tuple[list[int], list[int]]:
+        """Run passes until every vertex is solved."""
+        while self.unsolved:
+            if len(self.order) > 2 * self.unsolved:
+                where = self.where
+                self.order = [v for v in self.order if where[v] != SOLVED]
+            self.search()
+        return self.winner, self.strategy
+
+    def search(self) -> None:
+        """One pass: regions from the top until a dominion is solved or the game is covered."""
+        where = self.where
+        move = self.move
+        owner = self.owner
+        parity = self.parity
+        predecessors = self.predecessors
+        attached = self.attached
+        t_priority = self.t_priority
+        t_live = self.t_live
+        t_count = self.t_count
+        t_stamp = self.t_stamp
+        t_vertices = self.t_vertices
+        t_moves = self.t_moves
+        order = self.order
+        end = len(order)
+        base = self.region + 1
+        free = self.live[:]
+        first = [True, True]
+        k = 0
+        while True:
+            while k < end and where[order[k]] >= base:
+                k += 1
+            if k == end:
+                return
+            self.region += 1
+            cur = self.region
+            top = self.priority[order[k]]
+            player = top & 1
+            members: list[int] = []
+            heads: list[int] = []
+            work = 0
+            while k < end:
+                v = order[k]
+                if where[v] >= base:
+                    k += 1
+                    continue
+                if parity[v] != player:
+                    break
+                where[v] = cur
+                move[v] = -1
+                heads.append(v)
+                queue = [v]
+                for w in queue:
+                    preds = predecessors[w]
+                    work += len(preds)
+                    for u in preds:
+                        if where[u] >= base:
+                            continue
+                        if owner[u] == player:
+                            where[u] = cur
+                            move[u] = w
+                            queue.append(u)
+                            continue
+                        left = free[u] - 1
+                        free[u] = left
+                        if not left:
+                            where[u] = cur
+                            queue.append(u)
+                    tangles = attached[w]
+                    if not tangles:
+                        continue
+                    for t in tangles:
+                        tp = t_priority[t]
+                        if tp < 0 or tp > top or tp & 1 != player:
+                            continue
+                        if t_stamp[t] != base:
+                            t_stamp[t] = base
+                            left = t_live[t] - 1
+                        else:
+                            left = t_count[t] - 1
+                        t_count[t] = left
+                        if left:
+                            continue
+                        inside = t_vertices[t]
+                        for x in inside:
+                            at = where[x]
+                            if at == SOLVED:
+                                t_priority[t] = -1
+                                break
+                            if at >= base and at != cur:
+                                break
+                        else:
+                            work += len(inside)
+                            for x, pick in zip(inside, t_moves[t], strict=True):
+                                if where[x] < base:
+                                    where[x] = cur
+                                    move[x] = pick
+                                    queue.append(x)
+                members.extend(queue)
+            self.budget.charge(work + len(members))
+            if self.closed(heads, cur, base, player):
+                if first[player]:
+                    self.solve_dominion(members, player)
+                    return
+                dominion = self.extract(heads, cur, player)
+                if dominion:
+                    self.solve_dominion(dominion, player)
+                    return
+            first[player] = False
+
+    def closed(self, heads: list[int], cur: int, base: int, player: int) -> bool:
+        """Whether the opponent cannot leave the region downwards; picks the heads' moves.
+
+        Every vertex but a head was attracted, so only heads can leave: a head of the player
+        needs a move into the region, a head of the opponent no move to a free vertex.
+        """
+        where = self.where
+        owner = self.owner
+        successors = self.successors
+        for h in heads:
+            if owner[h] == player:
+                for x in successors[h]:
+                    if where[x] == cur:
+                        self.move[h] = x
+                        break
+                else:
+                    return False
+            else:
+                for x in successors[h]:
+                    if where[x] < base:
+                        return False
+        self.budget.charge(len(heads))
+        return True
+
+    def extract(self, heads: list[int], cur: int, player: int) -> list[int]:
+        """Learn the bottom SCCs, reachable from the heads, of the region's strategy graph.
+
+        The graph keeps the player's chosen move and every opponent move inside the region.
+        Tarjan's algorithm, iteratively; an SCC is bottom when no edge leads from it to an
+        SCC finished before it. Returns the vertices of those without escapes (dominions).
+        """
+        self.tick += 1
+        here = self.tick
+        where = self.where
+        owner = self.owner
+        move = self.move
+        successors = self.successors
+        seen = self.seen
+        index = self.index
+        low = self.low
+        done = self.done
+        flags = self.flags
+        counter = 0
+        stack: list[int] = []
+        dominion: list[int] = []
+        work = 0
+        for root in heads:
+            if seen[root] == here:
+                continue
+            seen[root] = here
+            index[root] = low[root] = counter
+            counter += 1
+            flags[root] = 0
+            stack.append(root)
+            path = [root]
+            outs: list[Sequence[int]] = [
+                (move[root],) if owner[root] == player else successors[root]
+            ]
+            position = [0]
+            while path:
+                v = path[-1]
+                out = outs[-1]
+                i = position[-1]
+                if i < len(out):
+                    position[-1] = i + 1
+                    w = out[i]
+                    if where[w] != cur:
+                        continue
+                    work += 1
+                    if w == v:
+                        flags[v] |= 2
+                    if seen[w] != here:
+                        seen[w] = here
+                        index[w] = low[w] = counter
+                        counter += 1
+                        flags[w] = 0
+                        stack.append(w)
+                        path.append(w)
+                        outs.append((move[w],) if owner[w] == player else successors[w])
+                        position.append(0)
+                    elif done[w] == here:
+                        flags[v] |= 1
+                    elif index[w] < low[v]:
+                        low[v] = index[w]
+                    continue
+                path.pop()
+                outs.pop()
+                position.pop()
+                if path:
+                    parent = path[-1]
+                    if low[v] < low[parent]:
+                        low[parent] = low[v]
+                if low[v] != index[v]:
+                    continue
+                component: list[int] = []
+                marks = 0
+                while True:
+                    x = stack.pop()
+                    done[x] = here
+                    component.append(x)
+                    marks |= flags[x]
+                    if x == v:
+                        break
+                if path:
+                    flags[path[-1]] |= 1
+                if marks & 1 or (len(component) == 1 and not marks & 2):
+                    continue
+                self.learn(component, player, dominion)
+        self.budget.charge(work + counter)
+        return dominion
+
+    def learn(self, component: list[int], player: int, dominion: list[int]) -> None:
+        """Record a bottom SCC as a tangle, or add it to the dominion when it has no escape."""
+        where = self.where
+        owner = self.owner
+        priority = self.priority
+        inside = set(component)
+        escapes: list[int] = []
+        seen: set[int] = set()
+        top = -1
+        for v in component:
+            if priority[v] > top:
+                top = priority[v]
+            if owner[v] != player:
+                for x in self.successors[v]:
+                    if x not in inside and x not in seen and where[x] != SOLVED:
+                        seen.add(x)
+                        escapes.append(x)
+        self.budget.charge(len(component) + len(escapes))
+        if not escapes:
+            dominion.extend(component)
+            return
+        t = len(self.t_priority)
+        self.t_vertices.append(component)
+        self.t_moves.append([self.move[v] if owner[v] == player else -1 for v in component])
+        self.t_priority.append(top)
+        self.t_live.append(len(escapes))
+        self.t_count.append(0)
+        self.t_stamp.append(0)
+        for x in escapes:
+            self.attached[x].append(t)
+
+    def solve_dominion(self, seeds: list[int], player: int) -> None:
+        """Extend a dominion to the player's attractor in the unsolved game and solve it.
+
+        Opponent vertices count down their unsolved successors; tangles of the player join
+        once all their unsolved escapes have.
+        """
+        self.tick += 1
+        here = self.tick
+        marker = -2 - here
+        where = self.where
+        move = self.move
+        owner = self.owner
+        live = self.live
+        predecessors = self.predecessors
+        attached = self.attached
+        t_priority = self.t_priority
+        t_count = self.t_count
+        t_stamp = self.t_stamp
+        counted: dict[int, int] = {}
+        for v in seeds:
+            where[v] = marker
+        queue = list(seeds)
+        work = 0
+        for w in queue:
+            preds = predecessors[w]
+            work += len(preds)
+            for u in preds:
+                at = where[u]
+                if at == marker or at == SOLVED:
+                    continue
+                if owner[u] == player:
+                    where[u] = marker
+                    move[u] = w
+                    queue.append(u)
+                    continue
+                left = counted.get(u, live[u]) - 1
+                counted[u] = left
+                if not left:
+                    where[u] = marker
+                    queue.append(u)
+            for t in attached[w]:
+                tp = t_priority[t]
+                if tp < 0 or tp & 1 != player:
+                    continue
+                if t_stamp[t] != marker:
+                    t_stamp[t] = marker
+                    left = self.t_live[t] - 1
+                else:
+                    left = t_count[t] - 1
+                t_count[t] = left
+                if left:
+                    continue
+                inside = self.t_vertices[t]
+                t_priority[t] = -1
+                if any(where[x] == SOLVED for x in inside):
+                    continue
+                work += len(inside)
+                for x, pick in zip(inside, self.t_moves[t], strict=True):
+                    if where[x] != marker:
+                        where[x] = marker
+                        move[x] = pick
+                        queue.append(x)
+        winner = self.winner
+        strategy = self.strategy
+        t_live = self.t_live
+        for v in queue:
+            where[v] = SOLVED
+            winner[v] = player
+            strategy[v] = move[v] if owner[v] == player else -1
+            for u in predecessors[v]:
+                live[u] -= 1
+            for t in attached[v]:
+                t_live[t] -= 1
+        self.unsolved -= len(queue)
+        self.budget.charge(work + 2 * len(queue))
