@@ -9,7 +9,11 @@ from typing import Any
 import attrs
 
 from solvi.catalog import Part
+from solvi.order import OrderModel, Row
 from solvi.strategy import Price
+
+#: the largest P(fail) a learned choice believes, so no expected cost is infinite
+MAX_P_FAIL = 0.99
 
 __all__ = ["CostBook", "MeasuredCosts", "PartCost", "ProducerChooser"]
 
@@ -166,11 +170,21 @@ class ProducerChooser:
     """
 
     def __init__(
-        self, groups: Mapping[str, tuple[Part, ...]], book: CostBook, settings: MeasuredCosts
+        self,
+        groups: Mapping[str, tuple[Part, ...]],
+        book: CostBook,
+        settings: MeasuredCosts,
+        *,
+        measured: bool = True,
+        failures: OrderModel | None = None,
     ) -> None:
         self.groups = dict(groups)
         self.book = book
         self.settings = settings
+        #: whether costs are the book's measurements (else each part's declared cost)
+        self.measured = measured
+        #: producers="learned": P(a producer fails or times out | the request's facts)
+        self.failures = failures
         self.asks = 0
         self.last_used: dict[str, int] = {}
         self.frozen: dict[str, str] | None = None
@@ -178,17 +192,23 @@ class ProducerChooser:
         self._lock = threading.Lock()
 
     def _measured(self, part: Part) -> tuple[int, float]:
+        declared = part.cost if part.cost is not None else 0.0
         entry = self.book._stats.get(part.name)
-        if entry is None:
-            return 0, part.cost if part.cost is not None else 0.0
+        if entry is None or not self.measured:
+            return (0 if entry is None else int(entry[0])), declared
         return int(entry[0]), self.book._mean(entry)
 
-    def prices(self, *, ask: bool = True) -> tuple[tuple[str, ...], dict[str, Price]]:
+    def prices(
+        self, *, ask: bool = True, state: Mapping[str, Any] | None = None
+    ) -> tuple[tuple[str, ...], dict[str, Price]]:
         """This request's prices and the signature of its choice (for the flow cache).
 
         With `ask` False (`System.plan`: looking is not asking) the ask is not
-        counted, and the prices are those the next ask would get.
+        counted, and the prices are those the next ask would get. Under learned
+        producers `state` is the request's: the choice depends on its facts.
         """
+        failures = self.failures
+        row = None if failures is None or state is None else failures.row(state, state)
         with self._lock:
             asks = self.asks + 1
             if ask:
@@ -196,12 +216,15 @@ class ProducerChooser:
             settings = self.settings
             prices: dict[str, Price] = {}
             chosen: list[str] = []
+            notes: dict[str, str] = {}
             for fact, group in self.groups.items():
                 measured = {p.name: self._measured(p) for p in group}
                 pick: Part
                 if self.frozen is not None and fact in self.frozen:
                     pick = next(p for p in group if p.name == self.frozen[fact])
                     source = "frozen"
+                elif failures is not None and row is not None:
+                    pick, source = self._learned_pick(group, measured, row, asks, notes)
                 else:
                     under = [p for p in group if measured[p.name][0] < settings.min_samples]
                     stale = [
@@ -220,10 +243,67 @@ class ProducerChooser:
                         source = "measured"
                 for p in group:
                     samples, mean = measured[p.name]
-                    label = source if p is pick else ("measured" if samples else "declared")
-                    prices[p.name] = Price(mean, label, preferred=p is pick)
+                    measured_here = samples and self.measured
+                    label = source if p is pick else ("measured" if measured_here else "declared")
+                    prices[p.name] = Price(mean, label, preferred=p is pick, note=notes.get(p.name))
                 chosen.append(pick.name)
             return tuple(chosen), prices
+
+    def _learned_pick(
+        self,
+        group: tuple[Part, ...],
+        measured: Mapping[str, tuple[int, float]],
+        row: Row,
+        asks: int,
+        notes: dict[str, str],
+    ) -> tuple[Part, str]:
+        """The producer with the least expected cost on this request, and why.
+
+        A producer that fails with probability p costs its price each time it is
+        tried and succeeds once in 1/(1 - p) tries, so its expected cost to a fact
+        is price / (1 - p). Each producer is first tried `min_samples` times, and
+        one unused for `recheck` asks is tried again, so a recovered one is seen.
+        """
+        failures = self.failures
+        assert failures is not None
+        settings = self.settings
+        untried = [p for p in group if failures.counts(p.name)[1] < settings.min_samples]
+        if untried:
+            pick = min(untried, key=lambda p: (measured[p.name][1], p.index))
+            notes[pick.name] = (
+                f"warm-up: tried {failures.counts(pick.name)[1]} of {settings.min_samples} "
+                f"times before P(fail) decides"
+            )
+            return pick, "warm-up"
+        stale = [p for p in group if asks - self.last_used.get(p.name, asks) >= settings.recheck]
+        if stale:
+            pick = min(stale, key=lambda p: self.last_used.get(p.name, 0))
+            notes[pick.name] = f"recheck: unused for {settings.recheck} asks"
+            return pick, "recheck"
+        expected: dict[str, float] = {}
+        terms = []
+        for p in group:
+            p_fail = min(failures.p_fail(p.name, row), MAX_P_FAIL)
+            cost = measured[p.name][1]
+            expected[p.name] = cost / (1.0 - p_fail)
+            terms.append(
+                f"{p.name} {cost:g} ms / (1 - P(fail) {p_fail:.2f}) = {expected[p.name]:.1f} ms"
+            )
+        pick = min(group, key=lambda p: (expected[p.name], p.index))
+        notes[pick.name] = "least expected cost: " + "; ".join(terms)
+        return pick, "learned"
+
+    def learn(self, state: Mapping[str, Any], attempts: Iterable[tuple[Any, ...]]) -> None:
+        """Learned producers: note whether each producer this request tried failed."""
+        failures = self.failures
+        if failures is None:
+            return
+        tried = [(a[1], a[5] != "ok") for a in attempts if a[1] in self._members]
+        if not tried:
+            return
+        row = failures.row(state, state)
+        for part, failed in tried:
+            failures.observe(part, row, failed)
 
     def ran(self, parts: Iterable[str]) -> None:
         """Note which producers this request ran."""

@@ -296,6 +296,8 @@ class Response:
                     for name, cost in choice["candidates"].items()
                 },
             }
+            if price.note is not None:
+                out[fact]["why"] = price.note
         return out
 
     @cached_property

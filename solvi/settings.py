@@ -49,6 +49,8 @@ class Settings:
     learn: bool = False
     guards: Literal["declared", "found"] = "declared"
     max_flows: int = 1000
+    #: producers="learned": equivalent producers chosen per request by learned P(fail)
+    learned_producers: bool = False
 
     @classmethod
     def of(
@@ -58,7 +60,7 @@ class Settings:
         timeout: float | None,
         early_exit: bool,
         strategist: Strategist | None,
-        producers: Literal["all", "equivalent"] | None,
+        producers: Literal["all", "equivalent", "learned"] | None,
         threads: int,
         cost_policy: Literal["declared", "measured"],
         costs: MeasuredCosts | None,
@@ -81,7 +83,8 @@ class Settings:
             if strategist is not None:
                 msg = "pass either strategist= or producers=, not both"
                 raise ValueError(msg)
-            strategist = CostStrategist(producers)
+            _one_of("producers", producers, ("all", "equivalent", "learned"))
+            strategist = CostStrategist("equivalent" if producers == "learned" else producers)
         strategist = strategist or DeterministicStrategist()
         _one_of("cost_policy", cost_policy, ("declared", "measured"))
         if cost_policy == "measured" and not getattr(strategist, "prunes", False):
@@ -107,4 +110,5 @@ class Settings:
             learn=learn or order == "learned",
             guards=guards,
             max_flows=max_flows,
+            learned_producers=producers == "learned",
         )

@@ -46,6 +46,8 @@ class Price:
     cost_ms: float
     source: str
     preferred: bool = False
+    #: why a cost policy chose as it did, when a figure alone does not say
+    note: str | None = None
 
 
 #: part name -> Price

@@ -77,7 +77,9 @@ class System:
         hooks: objects told when requests and steps start and finish (see
             `solvi.Hook`); looked up once, here.
         threads: at most this many worker threads for `blocking=True` parts under `aask`.
-        producers: shortcut for `strategist=CostStrategist(producers=...)`.
+        producers: shortcut for `strategist=CostStrategist(producers=...)`;
+            ``"learned"`` also chooses among equivalent producers per request, by
+            their learned chance of failing on the request's facts.
         cost_policy: ``"declared"`` plans with `cost=`; ``"measured"`` with the
             run times in `cost_book` (needs ``producers="equivalent"``).
         costs: settings of the measured policy (`MeasuredCosts`).
@@ -122,7 +124,7 @@ class System:
         logger: Any = None,
         hooks: Iterable[object] = (),
         threads: int = 16,
-        producers: Literal["all", "equivalent"] | None = None,
+        producers: Literal["all", "equivalent", "learned"] | None = None,
         cost_policy: Literal["declared", "measured"] = "declared",
         costs: MeasuredCosts | None = None,
         order: Literal["default", "learned"] = "default",
@@ -194,7 +196,7 @@ class System:
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
         self.cost_book = CostBook(alpha=self.costs.alpha)
         self._chooser: ProducerChooser | None = None
-        if cost_policy == "measured":
+        if cost_policy == "measured" or self.settings.learned_producers:
             groups: dict[str, list[Any]] = {}
             for p in self._parts:
                 if p.kind != "extract":
@@ -203,6 +205,8 @@ class System:
                 {f: tuple(ps) for f, ps in groups.items() if len(ps) > 1},
                 self.cost_book,
                 self.costs,
+                measured=cost_policy == "measured",
+                failures=OrderModel() if self.settings.learned_producers else None,
             )
         #: one thread limiter per event loop: a limiter belongs to the loop that made it
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
@@ -306,7 +310,7 @@ class System:
                 program = self._flows.get(keys)
             return program, None
         self._as_state(state)
-        signature, prices = self._chooser.prices()
+        signature, prices = self._chooser.prices(state=state)
         return self._program((keys, signature), prices), prices
 
     def _order_policy(self, order: Any) -> OrderPolicy | None:
@@ -694,6 +698,7 @@ class System:
         self.cost_book.observe_attempts(attempts)
         if self._chooser is not None:
             self._chooser.ran(a[A_PART] for a in attempts)
+            self._chooser.learn(run.state, attempts)
         if self.learn:
             self._observe(self.order_model, run)
         timeouts = errors = 0
