@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
+import solvi._run.scheduler
+import solvi._run.sync
 from solvi import Catalog, Question, SolviError, System
 from solvi.catalog import Part
 from solvi.costs import MeasuredCosts
@@ -130,14 +130,26 @@ def test_bad_cost_options_are_rejected() -> None:
 
 
 class Latency:
-    """Simulated latencies that a test can change mid-run."""
+    """Simulated latencies that a test can change mid-run, on a clock of its own.
 
-    def __init__(self, **ms: float) -> None:
+    A part's call moves the clock on by its latency and nothing else moves it, so
+    each measured run time is exactly the latency however loaded the machine is (a
+    real 0.5 ms sleep can take longer than a 5 ms one on a busy machine).
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, **ms: float) -> None:
         self.ms = dict(ms)
+        self.now = 0.0
+        for module in (solvi._run.sync, solvi._run.scheduler):
+            monkeypatch.setattr(module, "perf_counter", self.clock)
+
+    def clock(self) -> float:
+        """The time in seconds, as the drivers read it."""
+        return self.now
 
     def wait(self, name: str) -> None:
-        """Sleep for the part's current latency."""
-        time.sleep(self.ms[name] / 1000.0)
+        """Let the part's current latency pass on the clock."""
+        self.now += self.ms[name] / 1000.0
 
 
 def _measured(latency: Latency, **settings: object) -> System:
@@ -174,9 +186,9 @@ def _sources(system: System, n: int) -> list[tuple[str, str]]:
     return out
 
 
-def test_warm_up_then_fastest_then_switch_when_it_slows() -> None:
+def test_warm_up_then_fastest_then_switch_when_it_slows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each producer is measured min_samples times, then the fastest wins until it slows."""
-    latency = Latency(local_table=1.0, live_feed=8.0)
+    latency = Latency(monkeypatch, local_table=1.0, live_feed=8.0)
     system = _measured(latency, min_samples=2, recheck=1000, alpha=0.5)
     warm = _sources(system, 4)
     assert warm == [
@@ -192,9 +204,9 @@ def test_warm_up_then_fastest_then_switch_when_it_slows() -> None:
     assert later[-1] == ("live_feed", "measured")
 
 
-def test_recheck_gives_an_unused_producer_one_more_trial() -> None:
+def test_recheck_gives_an_unused_producer_one_more_trial(monkeypatch: pytest.MonkeyPatch) -> None:
     """A producer unused for `recheck` asks is tried once again."""
-    latency = Latency(local_table=0.5, live_feed=5.0)
+    latency = Latency(monkeypatch, local_table=0.5, live_feed=5.0)
     system = _measured(latency, min_samples=1, recheck=5)
     sources = _sources(system, 12)
     assert sources[:2] == [("local_table", "warm-up"), ("live_feed", "warm-up")]
@@ -204,9 +216,9 @@ def test_recheck_gives_an_unused_producer_one_more_trial() -> None:
     assert all(s == ("local_table", "measured") for s in sources[2:first])
 
 
-def test_freeze_keeps_the_choice_and_unfreeze_resumes() -> None:
+def test_freeze_keeps_the_choice_and_unfreeze_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
     """While frozen, a slowdown does not switch producers."""
-    latency = Latency(local_table=0.5, live_feed=5.0)
+    latency = Latency(monkeypatch, local_table=0.5, live_feed=5.0)
     system = _measured(latency, min_samples=1, recheck=1000, alpha=1.0)
     _sources(system, 3)
     system.freeze_costs()
@@ -216,9 +228,9 @@ def test_freeze_keeps_the_choice_and_unfreeze_resumes() -> None:
     assert _sources(system, 1) == [("live_feed", "measured")]
 
 
-def test_flow_cache_follows_the_producer_choice() -> None:
+def test_flow_cache_follows_the_producer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed choice plans another flow; the old choice's flow is reused when it returns."""
-    latency = Latency(local_table=0.5, live_feed=5.0)
+    latency = Latency(monkeypatch, local_table=0.5, live_feed=5.0)
     system = _measured(latency, min_samples=1, recheck=1000)
     flows = [system.ask({"pair": "x"}).flow for _ in range(4)]
     assert flows[0].steps == ("local_table", "quote")
