@@ -24,8 +24,8 @@ import attrs
 from solvi._run.scheduler import CALL, Run, attempts, drives
 from solvi._run.steps import Cause, Node, Program, call_sync, cause_of, effective_timeout
 from solvi.errors import RequestError
+from solvi.extract import respond
 from solvi.record import canonical_json
-from solvi.response import Response
 from solvi.strategy import Price, Prices
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ def replay(
         run, not_rerun = _rerun(system, record)
     except RequestError as exc:
         return ReplayResult(request_id, same=False, refused=str(exc))
-    response = Response(run, system.name, system.version)
+    response = respond(run, system.name, system.version)
     # Compare JSON with JSON: the stored record went through the same conversion.
     fresh: dict[str, Any] = json.loads(canonical_json(response.record))
     differences = _compare(record, fresh)

@@ -715,7 +715,7 @@ class System:
             if timeouts or errors:
                 stats["timeouts"] += timeouts
                 stats["errors"] += errors
-        response = Response(run, self.name, self.version, request_id=run.request_id)
+        response = extract.respond(run, self.name, self.version, request_id=run.request_id)
         if run.hooks is not None:
             answers = tuple((name, a.status) for name, a in response.answers.items())
             event = RequestEvent(

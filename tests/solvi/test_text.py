@@ -454,10 +454,6 @@ def test_a_response_rebuilt_from_a_text_run_is_the_same() -> None:
     assert again["refund"] == res["refund"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="System._conclude builds a plain Response: it must call solvi.extract.respond",
-)
 def test_the_stored_record_of_a_text_request_is_its_record(tmp_path: Path) -> None:
     """With a store, what is kept is the record ask_text returned (conflicts and all)."""
     system = System(_claims([]), store=tmp_path / "claims.db")
@@ -466,10 +462,6 @@ def test_the_stored_record_of_a_text_request_is_its_record(tmp_path: Path) -> No
     assert system.store.get_record(res.request_id or "")["hash"] == res.hash
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="solvi.replay builds a plain Response: it must call solvi.extract.respond",
-)
 def test_replay_of_a_conflict_is_the_same() -> None:
     """A replayed text record with a conflict gives the same reasons and hash."""
     system = System(_claims([]))
