@@ -8,14 +8,16 @@ rather than editing them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
 from solvi.costs import MeasuredCosts
 from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
 
-__all__ = ["Settings", "check_positive"]
+__all__ = ["Setting", "Settings", "check_positive"]
+
+T = TypeVar("T")
 
 
 def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
@@ -25,6 +27,40 @@ def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
         expected = "a positive whole number" if integer else "a positive number"
         msg = f"{name} must be {expected}, got {value!r}"
         raise ValueError(msg)
+
+
+class Setting(Generic[T]):
+    """A read-only attribute that shows one field of its owner's `settings`.
+
+    ``workers = Setting[int]("Threads for ...")`` in a class body makes
+    ``obj.workers`` read ``obj.settings.workers``; assigning to it raises.
+    """
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type) -> T | Setting[T]:
+        if obj is None:
+            return self
+        value: T = getattr(obj.settings, self.name)  # type: ignore[attr-defined]  # owners have settings
+        return value
+
+    def __set__(self, obj: object, value: object) -> None:
+        msg = (
+            f"{self.name} is a setting, fixed when the System is built; build a System with "
+            f"{self.name}={value!r} instead"
+        )
+        raise AttributeError(msg)
 
 
 def _one_of(name: str, value: object, choices: tuple[str, ...]) -> None:

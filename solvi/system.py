@@ -36,7 +36,7 @@ from solvi.question import Question, check_questions
 from solvi.record import PLAIN_TYPES
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
-from solvi.settings import Settings, check_positive
+from solvi.settings import Setting, Settings, check_positive
 from solvi.storage import Store, open_store
 from solvi.strategy import Prices, Strategist
 
@@ -231,55 +231,18 @@ class System:
 
     # -- the settings, read-only ---------------------------------------------
 
-    @property
-    def workers(self) -> int:
-        """Threads for independent steps under `ask` (1: one after another)."""
-        return self.settings.workers
-
-    @property
-    def timeout(self) -> float | None:
-        """Seconds, for async and blocking parts without a `timeout=` of their own."""
-        return self.settings.timeout
-
-    @property
-    def early_exit(self) -> bool:
-        """Whether steps a failed hard check made unnecessary are skipped."""
-        return self.settings.early_exit
-
-    @property
-    def strategist(self) -> Strategist:
-        """The planner."""
-        return self.settings.strategist
-
-    @property
-    def threads(self) -> int:
-        """At most this many worker threads for `blocking=True` parts under `aask`."""
-        return self.settings.threads
-
-    @property
-    def cost_policy(self) -> str:
-        """``"declared"`` or ``"measured"``."""
-        return self.settings.cost_policy
-
-    @property
-    def costs(self) -> MeasuredCosts:
-        """The settings of the measured cost policy."""
-        return self.settings.costs
-
-    @property
-    def order(self) -> str:
-        """``"default"`` or ``"learned"``."""
-        return self.settings.order
-
-    @property
-    def learn(self) -> bool:
-        """Whether the order model learns from every request."""
-        return self.settings.learn
-
-    @property
-    def guards(self) -> str:
-        """``"declared"`` or ``"found"``."""
-        return self.settings.guards
+    workers = Setting[int]("Threads for independent steps under `ask` (1: one after another).")
+    timeout = Setting[float | None](
+        "Seconds, for async and blocking parts without a `timeout=` of their own."
+    )
+    early_exit = Setting[bool]("Whether steps a failed hard check made unnecessary are skipped.")
+    strategist = Setting[Strategist]("The planner.")
+    threads = Setting[int]("At most this many worker threads for `blocking=True` parts under aask.")
+    cost_policy = Setting[str]('``"declared"`` or ``"measured"``.')
+    costs = Setting[MeasuredCosts]("The settings of the measured cost policy.")
+    order = Setting[str]('``"default"`` or ``"learned"``.')
+    learn = Setting[bool]("Whether the order model learns from every request.")
+    guards = Setting[str]('``"declared"`` or ``"found"``.')
 
     def __repr__(self) -> str:
         names = ", ".join(q.name for q in self.questions)
