@@ -211,7 +211,8 @@ def _ruleless(system: System, name: str) -> Question:
         msg = (
             f"fit: question {name!r} is answered by its rule {rule!r}, and a rule's "
             f"arguments come before a head's facts in planning; fit a question without a "
-            f"rule instead, e.g. System(catalog, [Question({name + '_head'!r}, uses=[...])])"
+            f"rule instead, e.g. Question({name + '_head'!r}, uses=[...]) (the head's facts "
+            f"take the place of its uses)"
         )
         raise PlanError(msg, name=name)
     return question

@@ -666,7 +666,8 @@ class ModelStrategist:
         self.needs = base.needs
 
     def __repr__(self) -> str:
-        return f"ModelStrategist({', '.join(self.heads) or 'no heads'}, base={self.base!r})"
+        heads = ", ".join(self.heads) or "no heads"
+        return f"<ModelStrategist {self.name}: {heads}>"
 
     def plan(
         self,

@@ -235,7 +235,7 @@ def test_fit_refuses_what_it_cannot_train(calls: Calls, system: System) -> None:
     assert str(info.value) == (
         "fit: question 'approve' is answered by its rule 'approve', and a rule's arguments "
         "come before a head's facts in planning; fit a question without a rule instead, "
-        "e.g. System(catalog, [Question('approve_head', uses=[...])])"
+        "e.g. Question('approve_head', uses=[...]) (the head's facts take the place of its uses)"
     )
     with pytest.raises(PlanError, match=r"no question 'decisoin' \(did you mean 'decision'\?\)"):
         system.fit("decisoin", TRAIN, repaid(TRAIN))
@@ -589,6 +589,7 @@ def test_model_strategist_plans_on_its_base() -> None:
     strategist = ModelStrategist(base=DeterministicStrategist())
     assert strategist.name == "deterministic+heads"
     assert strategist.heads == {}
+    assert repr(strategist) == "<ModelStrategist deterministic+heads: no heads>"
 
     class Mine:
         name = "mine"
@@ -612,18 +613,26 @@ def test_a_head_round_trips_through_its_dict(system: System) -> None:
 
 
 def test_the_loans_example_runs_and_stops_calling_the_bureau() -> None:
-    """python examples/loans.py: the head's flow skips the bureau and beats the rule."""
+    """python examples/loans.py: the fitted head's flow skips the bureau and beats the rule."""
     done = subprocess.run(
         [sys.executable, str(LOANS)], capture_output=True, text=True, check=True, timeout=120
     )
     lines = done.stdout.splitlines()
-    assert lines[1].startswith("before fit, decision runs: of_age, history, bureau")
-    after = next(line for line in lines if line.startswith("after fit"))
-    assert "bureau" not in after
+
+    def line(start: str) -> str:
+        return next(text for text in lines if text.startswith(start))
+
+    def accuracy_of(start: str) -> float:
+        return float(line(start).split("accuracy ")[1].split(",")[0])
+
+    assert line("before fit, decision runs:").endswith(
+        "of_age, history, bureau, debt_ratio, loan_to_income, bureau_clean"
+    )
+    assert "bureau" not in line("  its flow runs:")
     assert "  skipped bureau: not needed" in lines
-    rule = float(lines[0].split("accuracy ")[1].split(",")[0])
-    held = next(line for line in lines if line.startswith("on the 400 held out"))
-    assert float(held.split("accuracy ")[1].split(",")[0]) > rule
+    assert line("fitted head   ").endswith(", 0 bureau calls")
+    assert accuracy_of("fitted head   ") > accuracy_of("hand-written rule")
+    assert line("the fitted head saves").startswith("the fitted head saves 98% ")
 
 
 @pytest.fixture(scope="module")
