@@ -9,6 +9,7 @@ from solvi.compose import Cascade, Composite, Route, Vote
 from solvi.costs import CostBook, MeasuredCosts, PartCost
 from solvi.errors import (
     CatalogError,
+    CheckpointError,
     PlanError,
     RecordError,
     RequestError,
@@ -19,14 +20,19 @@ from solvi.flow import Flow
 from solvi.hooks import Hook, RequestEvent, StepEvent, StructlogHook
 from solvi.journal import PostgresJournal, SQLiteJournal
 from solvi.mistakes import SolviWarning
-from solvi.order import FastHead, OrderModel
+from solvi.order import FastHead, Head, OrderModel
 from solvi.question import UNSET, Fail, Question
 from solvi.recovery import Recovery, ResumeRefused
 from solvi.replay import ReplayResult, replay
 from solvi.response import Answer, Response, Safeguard, Step, Trace
 from solvi.serve import asgi
 from solvi.storage import PostgresStore, SQLiteStore, Store, open_store
-from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
+from solvi.strategy import (
+    CostStrategist,
+    DeterministicStrategist,
+    ModelStrategist,
+    Strategist,
+)
 from solvi.system import System
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "Cascade",
     "Catalog",
     "CatalogError",
+    "CheckpointError",
     "Composite",
     "CostBook",
     "CostStrategist",
@@ -44,8 +51,10 @@ __all__ = [
     "Failed",
     "FastHead",
     "Flow",
+    "Head",
     "Hook",
     "MeasuredCosts",
+    "ModelStrategist",
     "OrderModel",
     "Part",
     "PartCost",

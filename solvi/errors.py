@@ -8,6 +8,7 @@ from typing import Any
 
 __all__ = [
     "CatalogError",
+    "CheckpointError",
     "DuplicateRequestError",
     "MissingRecordError",
     "PlanError",
@@ -45,6 +46,18 @@ class RequestError(SolviError, ValueError):
     def __init__(self, message: str, *, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class CheckpointError(SolviError, ValueError):
+    """A heads checkpoint that solvi did not write, or that was changed: refused, unused.
+
+    Attributes:
+        source: where the checkpoint came from (a path, or ``store``).
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 class RecordError(SolviError, TypeError):

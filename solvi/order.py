@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
-from solvi.errors import SolviError
+from solvi.errors import CheckpointError
 from solvi.record import canonical_json
 
 __all__ = [
@@ -310,18 +310,6 @@ Label = str | int | bool
 CHECKPOINT_FORMAT = "solvi.heads/1"
 #: a checkpoint larger than this (bytes) is refused unread
 MAX_CHECKPOINT_BYTES = 16_000_000
-
-
-class CheckpointError(SolviError, ValueError):
-    """A heads checkpoint that solvi did not write, or that was changed: refused, unused.
-
-    Attributes:
-        source: where the checkpoint came from (a path, or ``store``).
-    """
-
-    def __init__(self, message: str, *, source: str) -> None:
-        super().__init__(message)
-        self.source = source
 
 
 def _pairs(pairs: Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
