@@ -8,7 +8,8 @@ information, a one-key object says what the value was:
 ``{"$dict": [[key, value], ...]}`` (keys that are not plain strings),
 ``{"$float": "nan" | "inf" | "-inf"}``, ``{"$bytes": base64}``,
 ``{"$decimal": "1.10"}``, ``{"$uuid": "..."}``, ``{"$date": iso}``,
-``{"$time": iso}``, ``{"$datetime": iso}``, ``{"$timedelta": [days, seconds, us]}``.
+``{"$time": iso}``, ``{"$datetime": iso}``, ``{"$timedelta": [days, seconds, us]}``,
+``{"$fail": reason}`` (a check's `solvi.Fail`).
 
 Decoding knows only these tags and builds only these types: reading a journal
 never imports a module or calls anything a journal names. A value of any other
@@ -25,6 +26,8 @@ import json
 import math
 import uuid
 from typing import Any
+
+from solvi.question import Fail
 
 __all__ = ["ExactFormError", "decode", "encode"]
 
@@ -70,6 +73,8 @@ def _enc(value: Any) -> Any:
         return {"$time": value.isoformat()}
     if kind is dt.timedelta:
         return {"$timedelta": [value.days, value.seconds, value.microseconds]}
+    if kind is Fail:
+        return {"$fail": value.reason}
     raise _NoForm
 
 
@@ -175,4 +180,12 @@ _TAGS: dict[str, Any] = {
     "$date": lambda body: dt.date.fromisoformat(_text(body)),
     "$time": lambda body: dt.time.fromisoformat(_text(body)),
     "$timedelta": _timedelta,
+    "$fail": lambda body: _fail(_text(body)),
 }
+
+
+def _fail(reason: str) -> Fail:
+    try:
+        return Fail(reason)
+    except TypeError as exc:
+        raise ExactFormError(str(exc)) from exc

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
 from solvi import Catalog, Fail, Question, System
+from solvi._db.exact import ExactFormError, decode, encode
 
 
 def _catalog() -> Catalog:
@@ -107,3 +110,31 @@ def test_a_fail_needs_a_reason(reason: object) -> None:
 def test_a_fail_is_falsy() -> None:
     """Fail reads as False wherever a check's value is tested."""
     assert not Fail("no")
+
+
+def test_a_journaled_fail_keeps_its_reason(tmp_path: Path) -> None:
+    """The journal holds a Fail exactly, so a resumed request can give the same reason."""
+    system = System(_catalog(), [Question("approve", forced=False)], journal=tmp_path / "j.db")
+    try:
+        res = system.ask(STALE, request_id="stale-1")
+        assert system.journal is not None
+        entry = next(
+            e
+            for e in system.journal.load("stale-1").entries
+            if e.kind == "settled" and e.part == "fresh"
+        )
+        assert entry.resumable
+        assert entry.value == Fail("evidence is 40 days old, more than 30")
+        assert res["approve"].reason.endswith("evidence is 40 days old, more than 30")
+    finally:
+        system.close()
+
+
+@pytest.mark.parametrize("reason", ["stale", 'with "quotes" and $dollars'])
+def test_a_fail_has_an_exact_form(reason: str) -> None:
+    """encode/decode give back an equal Fail; a damaged one is refused, not built."""
+    assert decode(encode(Fail(reason)) or "") == Fail(reason)
+    with pytest.raises(ExactFormError):
+        decode('{"$fail": ""}')
+    with pytest.raises(ExactFormError):
+        decode('{"$fail": 3}')
