@@ -228,9 +228,14 @@ class _Driver:
                     self.slow_ready -= 1
                 self.running += 1
                 node = nodes[index]
-                if run.fast_async(node) and not (self.speculative and node.phase == 1):
+                if (
+                    run.journal is None
+                    and run.fast_async(node)
+                    and not (self.speculative and node.phase == 1)
+                ):
                     # The fast path in this task's own frame: no coroutine per step
-                    # beyond the part's, which keeps the collector's work down.
+                    # beyond the part's, which keeps the collector's work down. With a
+                    # journal, `_fast_step` writes the start and outcome around the call.
                     start = perf_counter()
                     try:
                         value = fast_call(node, run.vals)
