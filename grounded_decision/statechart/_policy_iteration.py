@@ -50,6 +50,16 @@ def int_graph(game: GameGraph, sign: int = 1) -> IntGraph:
     Raises:
         GameGraphError: when a weight is infinite or not a number.
     """
+    if all(x.is_integer() for out in game.edges for _, _, x in out):
+        if sign == 1:
+            return IntGraph(
+                edges=tuple(tuple([(w, int(x)) for w, _, x in out]) for out in game.edges),
+                scale=1,
+            )
+        return IntGraph(
+            edges=tuple(tuple([(w, -int(x)) for w, _, x in out]) for out in game.edges),
+            scale=1,
+        )
     scale = 1
     for v, out in enumerate(game.edges):
         for w, event, weight in out:
@@ -61,12 +71,9 @@ def int_graph(game: GameGraph, sign: int = 1) -> IntGraph:
                     )
                     raise GameGraphError(msg)
                 scale = max(scale, float(weight).as_integer_ratio()[1])
-    if scale == 1:
-        edges = tuple(tuple((w, sign * int(x)) for w, _, x in out) for out in game.edges)
-    else:
-        edges = tuple(
-            tuple((w, sign * int(Fraction(x) * scale)) for w, _, x in out) for out in game.edges
-        )
+    edges = tuple(
+        tuple((w, sign * int(Fraction(x) * scale)) for w, _, x in out) for out in game.edges
+    )
     return IntGraph(edges=edges, scale=scale)
 
 
@@ -157,7 +164,7 @@ def _evaluate_into(
     edges: IntEdges, policy: list[int], value: Evaluation, reference: Evaluation | None
 ) -> None:
     """Evaluate every vertex into ``value`` (overwriting it), anchored at ``reference``."""
-    gain, bias, classes, index = value.gain, value.bias, value.classes, value.index
+    gain, bias, classes = value.gain, value.bias, value.classes
     nxt = [out[i][0] for out, i in zip(edges, policy, strict=True)]
     weight = [out[i][1] for out, i in zip(edges, policy, strict=True)]
     state = [0] * len(edges)  # 0 to do, 1 on the path being followed, 2 evaluated
@@ -174,27 +181,8 @@ def _evaluate_into(
             first = path.index(u)
             cycle = path[first:]
             del path[first:]
-            total = sum(weight[c] for c in cycle)
-            length = len(cycle)
-            divisor = math.gcd(total, length)
-            p, q = total // divisor, length // divisor
-            root = min(cycle)
-            anchor = 0
-            if reference is not None and reference.gain_of(root) == (p, q):
-                anchor = reference.bias[root]
-            g = index.get((p, q))
-            if g is None:
-                g = index[p, q] = len(classes)
-                classes.append((p, q))
-            k = cycle.index(root)
-            after = anchor
-            for j in range(k - 1, k - length, -1):
-                c = cycle[j]
-                after = q * weight[c] - p + after
-                bias[c] = after
-            bias[root] = anchor
+            _anchor_cycle(cycle, weight, value, reference)
             for c in cycle:
-                gain[c] = g
                 state[c] = 2
         for u in reversed(path):
             v = nxt[u]
@@ -203,10 +191,7 @@ def _evaluate_into(
             p, q = classes[g]
             bias[u] = q * weight[u] - p + bias[v]
             state[u] = 2
-    order = sorted(range(len(classes)), key=lambda c: Fraction(*classes[c]))
-    value.rank[:] = [0] * len(classes)
-    for position, c in enumerate(order):
-        value.rank[c] = position
+    _rank(value)
 
 
 def improve(
@@ -227,15 +212,16 @@ def improve(
     for u in range(len(edges)) if vertices is None else vertices:
         g = gain[u]
         p, q = classes[g]
+        own = rank[g]
         best_i = -1
-        best_rank = rank[g]
+        best_rank = own
         best_bias = bias[u]
         i = -1
         for v, w in edges[u]:
             i += 1
             gv = gain[v]
             if gv == g:
-                if best_rank == rank[g]:
+                if best_rank == own:
                     candidate = q * w - p + bias[v]
                     if candidate > best_bias:
                         best_i = i
@@ -268,7 +254,11 @@ def lightest(out: tuple[tuple[int, int], ...]) -> int:
 
 
 def howard_max(
-    edges: IntEdges, policy: list[int] | None = None, reference: Evaluation | None = None
+    edges: IntEdges,
+    policy: list[int] | None = None,
+    reference: Evaluation | None = None,
+    *,
+    spread: bool = False,
 ) -> tuple[list[int], Evaluation]:
     """Return an optimal policy for the maximum cycle mean and its evaluation.
 
@@ -276,16 +266,192 @@ def howard_max(
     improvement until no vertex can improve. Every evaluation anchors its cycles at
     ``reference`` (see ``evaluate``), so the anchors depend on the cycle alone: an unchanged
     cycle keeps its biases, each round improves some vertex strictly, and the loop ends.
+
+    After the first round only what changed is redone, with the same result as evaluating
+    and scanning everything: a vertex's gain and bias depend only on the path its policy
+    follows, so only the vertices whose path passes a switched vertex are evaluated again,
+    and only they and their predecessors can have a better edge than in the last scan (the
+    order of the gains already found never changes).
+
+    With ``spread``, whenever an improvement changed a gain, every vertex that can reach a
+    higher gain is next switched onto a way to the highest (``_spread_gains``): a higher
+    gain then crosses the graph in one round instead of one edge per round. No gain falls,
+    so policies still never repeat; the policy found may differ from the plain iteration's,
+    the gains may not.
     """
     if policy is None:
         policy = [heaviest(out) for out in edges]
     else:
         policy = list(policy)
-    choices = [u for u, out in enumerate(edges) if len(out) > 1]
     value = evaluate(edges, policy, reference)
-    while improve(edges, policy, value, choices):
-        _evaluate_into(edges, policy, value, reference)
-    return policy, value
+    n = len(edges)
+    choice = [len(out) > 1 for out in edges]
+    dirty = [u for u in range(n) if choice[u]]
+    if not dirty:
+        return policy, value
+    before: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for u, out in enumerate(edges):
+        for i, (v, _) in enumerate(out):
+            before[v].append((u, i))
+    nxt = [out[i][0] for out, i in zip(edges, policy, strict=True)]
+    weight = [out[i][1] for out, i in zip(edges, policy, strict=True)]
+    seen = [0] * n
+    waiting = choice[:]
+    status = [0] * n
+    round_ = 0
+    widen = spread
+    while True:
+        switched = _spread_gains(policy, value, before) if widen else []
+        spreading = bool(switched)
+        if not switched:
+            switched = improve(edges, policy, value, dirty)
+            if not switched:
+                return policy, value
+            for u in dirty:
+                waiting[u] = False
+            dirty = []
+        round_ += 1
+        upstream: list[int] = []
+        for u, _ in switched:
+            nxt[u], weight[u] = edges[u][policy[u]]
+            if seen[u] != round_:
+                seen[u] = round_
+                upstream.append(u)
+        for x in upstream:
+            if choice[x] and not waiting[x]:
+                waiting[x] = True
+                dirty.append(x)
+            for u, i in before[x]:
+                if policy[u] == i and seen[u] != round_:
+                    seen[u] = round_
+                    upstream.append(u)
+                elif choice[u] and not waiting[u]:
+                    waiting[u] = True
+                    dirty.append(u)
+        changed = _evaluate_part(upstream, seen, round_, status, nxt, weight, value, reference)
+        widen = spread and changed and not spreading
+
+
+def _spread_gains(
+    policy: list[int], value: Evaluation, before: list[list[tuple[int, int]]]
+) -> list[tuple[int, int]]:
+    """Switch every vertex that can reach a higher gain onto a shortest way to the highest.
+
+    Gains are taken from the highest down; each is spread backwards along every edge to the
+    vertices with a lower gain not yet reached, which switch to the edge it came along. The
+    ways lead, without new cycles, to a vertex that keeps its move, so every switched
+    vertex's gain rises and no gain falls. Returns ``(vertex, old edge)`` per switch.
+    """
+    gain, rank = value.gain, value.rank
+    n = len(policy)
+    level = [rank[g] for g in gain]
+    order = sorted(range(n), key=level.__getitem__, reverse=True)
+    claimed = [False] * n
+    switched: list[tuple[int, int]] = []
+    k = 0
+    while k < n:
+        top = level[order[k]]
+        frontier = []
+        while k < n and level[order[k]] == top:
+            v = order[k]
+            k += 1
+            if not claimed[v]:
+                claimed[v] = True
+                frontier.append(v)
+        for x in frontier:
+            for u, i in before[x]:
+                if not claimed[u] and level[u] < top:
+                    claimed[u] = True
+                    if policy[u] != i:
+                        switched.append((u, policy[u]))
+                        policy[u] = i
+                    frontier.append(u)
+    return switched
+
+
+def _evaluate_part(
+    part: list[int],
+    seen: list[int],
+    round_: int,
+    status: list[int],
+    nxt: list[int],
+    weight: list[int],
+    value: Evaluation,
+    reference: Evaluation | None,
+) -> bool:
+    """Evaluate again the vertices of ``part`` (those with ``seen == round_``), in place.
+
+    Every other vertex keeps its gain and bias; a path of ``part`` ends at one of them or in
+    a cycle inside ``part``, anchored as ``evaluate`` anchors it. Returns whether some gain
+    changed.
+    """
+    gain, bias, classes = value.gain, value.bias, value.classes
+    known = len(classes)
+    old = [gain[v] for v in part]
+    for v in part:
+        status[v] = 0
+    for start in part:
+        if status[start]:
+            continue
+        path: list[int] = []
+        u = start
+        while seen[u] == round_ and not status[u]:
+            status[u] = 1
+            path.append(u)
+            u = nxt[u]
+        if seen[u] == round_ and status[u] == 1:
+            first = path.index(u)
+            cycle = path[first:]
+            del path[first:]
+            _anchor_cycle(cycle, weight, value, reference)
+            for c in cycle:
+                status[c] = 2
+        for u in reversed(path):
+            g = gain[nxt[u]]
+            gain[u] = g
+            p, q = classes[g]
+            bias[u] = q * weight[u] - p + bias[nxt[u]]
+            status[u] = 2
+    if len(classes) != known:
+        _rank(value)
+    return old != [gain[v] for v in part]
+
+
+def _anchor_cycle(
+    cycle: list[int], weight: list[int], value: Evaluation, reference: Evaluation | None
+) -> None:
+    """Give the vertices of a policy cycle its reduced mean and their biases around it."""
+    gain, bias, classes, index = value.gain, value.bias, value.classes, value.index
+    total = sum(weight[c] for c in cycle)
+    length = len(cycle)
+    divisor = math.gcd(total, length)
+    p, q = total // divisor, length // divisor
+    root = min(cycle)
+    anchor = 0
+    if reference is not None and reference.gain_of(root) == (p, q):
+        anchor = reference.bias[root]
+    g = index.get((p, q))
+    if g is None:
+        g = index[p, q] = len(classes)
+        classes.append((p, q))
+    k = cycle.index(root)
+    after = anchor
+    for j in range(k - 1, k - length, -1):
+        c = cycle[j]
+        after = q * weight[c] - p + after
+        bias[c] = after
+    bias[root] = anchor
+    for c in cycle:
+        gain[c] = g
+
+
+def _rank(value: Evaluation) -> None:
+    """Order the gain classes by value into ``value.rank``."""
+    classes = value.classes
+    order = sorted(range(len(classes)), key=lambda c: Fraction(*classes[c]))
+    value.rank[:] = [0] * len(classes)
+    for position, c in enumerate(order):
+        value.rank[c] = position
 
 
 def cycle_from(game: GameGraph, moves: list[int] | tuple[int, ...], start: int) -> list[int]:

@@ -151,14 +151,20 @@ def max_mean_cycle(game: GameGraph, *, maximise: bool = True) -> tuple[Fraction,
     """
     scaled = int_graph(game, 1 if maximise else -1)
     best: tuple[Fraction, list[int], list[int]] | None = None
+    local = [-1] * len(game)
     for component in cyclic_components(game):
-        local = {v: i for i, v in enumerate(component)}
-        kept = [[i for i, (w, _) in enumerate(scaled.edges[v]) if w in local] for v in component]
-        edges = tuple(
-            tuple((local[scaled.edges[v][i][0]], scaled.edges[v][i][1]) for i in keep)
-            for v, keep in zip(component, kept, strict=True)
-        )
-        policy, value = howard_max(edges)
+        for i, v in enumerate(component):
+            local[v] = i
+        kept: list[list[int]] = []
+        edges: list[tuple[tuple[int, int], ...]] = []
+        for v in component:
+            out = scaled.edges[v]
+            keep = [i for i, (w, _) in enumerate(out) if local[w] >= 0]
+            kept.append(keep)
+            edges.append(tuple([(local[out[i][0]], out[i][1]) for i in keep]))
+        for v in component:
+            local[v] = -1
+        policy, value = howard_max(tuple(edges), spread=True)
         # Inside a component every vertex reaches every cycle, so all share the optimal gain.
         p, q = value.gain_of(0)
         gain = Fraction(p, q * scaled.scale)

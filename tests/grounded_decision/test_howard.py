@@ -17,6 +17,7 @@ from grounded_decision.statechart import (
     max_mean_payoff,
     min_mean_payoff,
 )
+from grounded_decision.statechart._policy_iteration import IntEdges, evaluate, howard_max, int_graph
 from grounded_decision.statechart.mean_payoff import _karp_reference
 from grounded_decision.statechart.two_player import _fix
 
@@ -91,3 +92,41 @@ def test_fixing_a_strategy_keeps_only_that_move() -> None:
     fixed = _fix(game, tuple(len(out) - 1 for out in game.edges), 1)
     for v, out in enumerate(fixed.edges):
         assert len(out) == (1 if game.owner[v] == 1 else len(game.edges[v]))
+
+
+def _exact_gains(edges: IntEdges, spread: bool) -> tuple[list[tuple[int, int]], list[int]]:
+    """Howard's final gains and biases, checked against a full evaluation of its policy."""
+    policy, value = howard_max(edges, spread=spread)
+    full = evaluate(edges, policy)
+    gains = [value.gain_of(v) for v in range(len(edges))]
+    assert gains == [full.gain_of(v) for v in range(len(edges))]
+    assert value.bias == full.bias
+    return gains, policy
+
+
+@settings(max_examples=100, deadline=None)
+@given(games(max_vertices=10))
+def test_rounds_that_redo_only_what_changed_end_as_a_full_evaluation(game: GameGraph) -> None:
+    """The gains and biases Howard returns are exactly those of evaluating its policy afresh."""
+    edges = int_graph(game).edges
+    _exact_gains(edges, spread=False)
+    _exact_gains(edges, spread=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32))
+def test_spreading_gains_keeps_every_optimal_gain(seed: int) -> None:
+    """On 300-vertex graphs, spreading higher gains ends at the same gain at every vertex."""
+    edges = int_graph(random_graph(300, random.Random(seed))).edges
+    plain, _ = _exact_gains(edges, spread=False)
+    spread, _ = _exact_gains(edges, spread=True)
+    assert plain == spread
+
+
+def test_spreading_switches_every_vertex_that_can_reach_a_higher_gain() -> None:
+    """A chain into a heavy loop takes the loop's gain in one spread, with no cycle made."""
+    # 0 <-> 1 weigh 0 (the heaviest first moves), 1 -> 2 weighs -1, 2 loops with weight 5.
+    edges: IntEdges = (((1, 0),), ((0, 0), (2, -1)), ((2, 5),))
+    policy, value = howard_max(edges, spread=True)
+    assert policy == [0, 1, 0]
+    assert [value.gain_of(v) for v in range(3)] == [(5, 1)] * 3
