@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from solvi._run.scheduler import CALL, Run, attempts, drives
-from solvi._run.steps import Cause, Node, Program, call_sync, cause_of, effective_timeout
+from solvi._run.scheduler import Run, drives
+from solvi._run.steps import Cause, Node, Program
+from solvi._run.sync import Caller, Outcome, call_here, run_node
+from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.record import canonical_json
@@ -320,15 +322,15 @@ def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, .
         prices=prices,
         found=system.guards == "found",
     )
-    recorded = _recorded_outcomes(record, program)
     taken: list[str] = []
+    call = _taking_recorded(_recorded_outcomes(record, program), taken)
     policy = system._order_policy(None)
     for drive in drives(
         run, policy, system._node_cost, by_declaration=system._by_declaration(policy)
     ):
         nodes = program.nodes
         for index in run.still_to_run(drive.indices, drive.filter_wanted):
-            _run_node(run, nodes[index], recorded, taken)
+            run_node(run, nodes[index], call)
     return run, tuple(taken)
 
 
@@ -377,29 +379,18 @@ def _recorded_outcomes(record: Mapping[str, Any], program: Program) -> dict[str,
     return out
 
 
-def _run_node(run: Run, node: Node, recorded: Mapping[str, Cause], taken: list[str]) -> None:
-    """Carry out a node's attempts in this thread; a call the record holds as timed out
-    is not made: it takes its recorded outcome, as a resume takes a journaled one."""
-    plan = attempts(run, node)
-    try:
-        action, arg = next(plan)
-        while True:
-            if action != CALL:  # no journal, so no start to write
-                reply: Any = None
-            else:
-                part, args, _ = arg
-                cause = recorded.get(part.name)
-                if cause is not None:
-                    taken.append(part.name)
-                    reply = None, cause
-                else:
-                    try:
-                        reply = call_sync(part, args, effective_timeout(part, run.timeout)), None
-                    except Exception as exc:
-                        reply = None, cause_of(exc, part.name, node.fact)
-            action, arg = plan.send(reply)
-    except StopIteration:
-        return
+def _taking_recorded(recorded: Mapping[str, Cause], taken: list[str]) -> Caller:
+    """A call that is not made when the record holds it as timed out: it takes its
+    recorded outcome, as a resume takes a journaled one."""
+
+    def call(run: Run, node: Node, part: Part, args: tuple[Any, ...]) -> Outcome:
+        cause = recorded.get(part.name)
+        if cause is None:
+            return call_here(run, node, part, args)
+        taken.append(part.name)
+        return None, cause
+
+    return call
 
 
 # -- comparing ---------------------------------------------------------------------------

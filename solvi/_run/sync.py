@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from concurrent.futures import Executor
 from time import perf_counter
 from typing import Any
@@ -21,18 +22,42 @@ from solvi._run.scheduler import (
 from solvi._run.steps import (
     ARITY_NONE,
     ARITY_ONE,
+    Cause,
     Node,
     call_sync,
     cause_of,
     effective_timeout,
 )
+from solvi.catalog import Part
 from solvi.record import PLAIN_TYPES
 
-__all__ = ["run_node", "run_sequential", "run_sequential_subset", "run_threaded"]
+__all__ = [
+    "Caller",
+    "call_here",
+    "run_node",
+    "run_sequential",
+    "run_sequential_subset",
+    "run_threaded",
+]
+
+#: a call's value, or the Cause of its failure
+Outcome = tuple[Any, Cause | None]
 
 
-def run_node(run: Run, node: Node) -> None:
-    """Compute one node: carry out its `attempts`, each call in this thread."""
+def call_here(run: Run, node: Node, part: Part, args: tuple[Any, ...]) -> Outcome:
+    """Call one producer in this thread: its value, or the Cause of its failure."""
+    try:
+        return call_sync(part, args, effective_timeout(part, run.timeout)), None
+    except Exception as exc:
+        return None, cause_of(exc, part.name, node.fact)
+
+
+#: how a sync driver makes one call: `call_here`, or (replay) a recorded outcome
+Caller = Callable[[Run, Node, Part, tuple[Any, ...]], Outcome]
+
+
+def run_node(run: Run, node: Node, call: Caller = call_here) -> None:
+    """Compute one node: carry out its `attempts`, each call made by `call`."""
     plan = attempts(run, node)
     try:
         action, arg = next(plan)
@@ -41,10 +66,7 @@ def run_node(run: Run, node: Node) -> None:
                 reply: Any = run.starting(node, arg)
             else:
                 part, args, _ = arg
-                try:
-                    reply = call_sync(part, args, effective_timeout(part, run.timeout)), None
-                except Exception as exc:
-                    reply = None, cause_of(exc, part.name, node.fact)
+                reply = call(run, node, part, args)
             action, arg = plan.send(reply)
     except StopIteration:
         return
