@@ -75,6 +75,7 @@ def solve_promotion(
     stamp = 0
     regions: list[_Region] = []
     unsolved = n
+    remaining = [len(vertices) for vertices in bucket]
 
     def grow(into: _Region, seeds: list[int], candidates: list[int]) -> None:
         """Add the player's attractor of ``seeds`` and of any attractable ``candidates``."""
@@ -180,7 +181,7 @@ def solve_promotion(
 
     def take_dominion(seeds: list[int], player: int) -> None:
         """Attract to a dominion over every unsolved vertex, mark it won and reset regions."""
-        nonlocal stamp, unsolved
+        nonlocal stamp, unsolved, top_value
         stamp += 1
         here = stamp
         out = list(seeds)
@@ -219,6 +220,10 @@ def solve_promotion(
             rid[v] = _SOLVED
             winner[v] = player
         unsolved -= len(out)
+        for v in out:
+            remaining[priority[v]] -= 1
+        while top_value > 0 and not remaining[top_value]:
+            top_value -= 1
         for old in regions:
             for v in old.members:
                 if rid[v] != _SOLVED:

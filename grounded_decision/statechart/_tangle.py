@@ -44,15 +44,17 @@ def solve_tangles(
     priority: Sequence[int],
     *,
     budget: Budget,
+    vertices: Sequence[int] | None = None,
 ) -> tuple[list[int], list[int]]:
     """Return ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where the owner loses.
 
-    ``priority`` may have gaps. Every vertex needs a successor.
+    ``priority`` may have gaps. With ``vertices`` only those are solved (a subgame: each has
+    a successor among them; the answer elsewhere is -1), the others being treated as solved.
 
     Raises:
         ParityUnsolved: when the budget is spent.
     """
-    return _Solver(successors, predecessors, owner, priority, budget).run()
+    return _Solver(successors, predecessors, owner, priority, budget, vertices).run()
 
 
 class _Solver:
@@ -65,6 +67,7 @@ class _Solver:
         owner: Sequence[int],
         priority: Sequence[int],
         budget: Budget,
+        vertices: Sequence[int] | None,
     ) -> None:
         n = len(priority)
         self.successors = successors
@@ -73,13 +76,20 @@ class _Solver:
         self.priority = priority
         self.parity = [p & 1 for p in priority]
         self.budget = budget
-        self.order = sorted(range(n), key=priority.__getitem__, reverse=True)
+        every = range(n) if vertices is None else vertices
+        self.order = sorted(every, key=priority.__getitem__, reverse=True)
         self.winner = [-1] * n
         self.strategy = [-1] * n
-        self.where = [-1] * n
+        where = [-1] * n
+        if vertices is not None:
+            where = [SOLVED] * n
+            for v in self.order:
+                where[v] = -1
+        self.where = where
         self.move = [-1] * n
-        self.live = [len(out) for out in successors]
-        self.unsolved = n
+        self.live = list(map(len, successors))
+        self.unsolved = len(self.order)
+        self.start = 0
         self.region = 0
         self.tick = 0
         self.seen = [0] * n
@@ -96,11 +106,22 @@ class _Solver:
         self.t_stamp: list[int] = []
 
     def run(self) -> tuple[list[int], list[int]]:
-        """Run passes until every vertex is solved."""
+        """Run passes until every vertex is solved.
+
+        Solved vertices are dropped from the sorted list once they are half of it, and each
+        pass starts after the solved ones at its head, so a game solved one top dominion at
+        a time costs no scan of what is already solved.
+        """
+        where = self.where
         while self.unsolved:
             if len(self.order) > 2 * self.unsolved:
-                where = self.where
                 self.order = [v for v in self.order if where[v] != SOLVED]
+                self.start = 0
+            order = self.order
+            k = self.start
+            while where[order[k]] == SOLVED:
+                k += 1
+            self.start = k
             self.search()
         return self.winner, self.strategy
 
@@ -123,7 +144,7 @@ class _Solver:
         base = self.region + 1
         free = self.live[:]
         first = [True, True]
-        k = 0
+        k = self.start
         while True:
             while k < end and where[order[k]] >= base:
                 k += 1

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 from gd_strategies import brute_even_wins, games
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from grounded_decision.statechart import (
+    ALGORITHMS,
     NO_LIMITS,
     CertificateError,
     GameGraph,
@@ -29,13 +30,14 @@ def _game(priority: list[int], owner: list[int], succ: list[list[int]]) -> GameG
     )
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@settings(max_examples=100, deadline=None)
 @given(game=games(two_player=True, max_priority=5), data=st.data())
 def test_an_accepted_mutation_still_gives_the_true_regions(
-    game: GameGraph, data: st.DataObject
+    algorithm: str, game: GameGraph, data: st.DataObject
 ) -> None:
-    """Change one winner or one strategy entry: the checker accepts only true regions."""
-    solution = solve_parity(game, NO_LIMITS)
+    """Change one winner or one strategy entry of any algorithm's answer: only truth passes."""
+    solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
     winner = list(solution.winner)
     strategy = list(solution.strategy)
     v = data.draw(st.integers(0, len(game) - 1))
@@ -45,6 +47,36 @@ def test_an_accepted_mutation_still_gives_the_true_regions(
         strategy[v] = data.draw(st.sampled_from([*game.successors[v], -1]))
     if check_certificate(game, winner, strategy).valid:
         assert tuple(side == 0 for side in winner) == brute_even_wins(game)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@settings(max_examples=100, deadline=None)
+@given(game=games(two_player=True, max_priority=5), data=st.data())
+def test_a_pick_moved_into_the_other_region_is_rejected(
+    algorithm: str, game: GameGraph, data: st.DataObject
+) -> None:
+    """Point one winning owner's pick at the opponent's region: that vertex is named."""
+    solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+    winner = solution.winner
+    moves = [
+        (v, w)
+        for v in range(len(game))
+        if game.owner[v] == winner[v]
+        for w in game.successors[v]
+        if winner[w] != winner[v]
+    ]
+    assume(moves)
+    v, w = data.draw(st.sampled_from(moves))
+    strategy = list(solution.strategy)
+    strategy[v] = w
+    verdict = check_certificate(game, winner, strategy)
+    assert not verdict.valid
+    assert verdict.vertex == v
+    assert (
+        verdict.problem
+        == f"vertex {v} ({game.names[v]!r}): its winner's pick {w} leaves the region"
+    )
 
 
 def test_flipping_a_winner_is_rejected() -> None:

@@ -21,6 +21,7 @@ from grounded_decision.statechart import (
     check_certificate,
     solve_parity,
 )
+from grounded_decision.statechart._peel import peel
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "games.py"
 
@@ -141,6 +142,52 @@ def test_a_deep_chain_needs_no_recursion_limit(algorithm: str) -> None:
     top_side = (20_000 - 1) % 2
     assert set(solution.winner) == {top_side}
     assert check_certificate(game, solution.winner, solution.strategy).valid
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_twenty_thousand_nested_priorities_need_no_recursion_limit(algorithm: str) -> None:
+    """A 20,000-vertex ladder of self-loops that nothing peels off: each owner keeps its loop."""
+    n = 20_000
+    game = GameGraph(
+        names=tuple(f"v{v}" for v in range(n)),
+        start=0,
+        edges=tuple(((v, "stay", 0.0), (min(v + 1, n - 1), "next", 0.0)) for v in range(n)),
+        priority=tuple(range(n)),
+        owner=tuple(v % 2 for v in range(n)),
+    )
+    solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    assert solution.winner == game.owner
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+
+
+def test_peeling_takes_off_what_no_move_returns_to() -> None:
+    """A path into a loop peels from its free end; only the loop is left to solve."""
+    game = _chain(5)
+    peeling = peel(game.successors, game.predecessors)
+    assert peeling.peeled == [0, 1, 2, 3]
+    assert peeling.core == [4]
+    looped = GameGraph(
+        names=("a", "b", "c"),
+        start=0,
+        edges=(((1, "e", 0.0),), ((0, "e", 0.0), (2, "e", 0.0)), ((2, "e", 0.0),)),
+        priority=(0, 1, 2),
+        owner=(0, 1, 0),
+    )
+    assert peel(looped.successors, looped.predecessors).peeled == []
+
+
+def test_peeled_vertices_are_won_by_moving_into_the_owners_region() -> None:
+    """An Odd vertex nothing moves to, with a move to each region, is won by Odd via its move."""
+    game = GameGraph(
+        names=("lead", "even", "odd"),
+        start=0,
+        edges=(((1, "e", 0.0), (2, "o", 0.0)), ((1, "e", 0.0),), ((2, "o", 0.0),)),
+        priority=(4, 0, 1),
+        owner=(1, 0, 1),
+    )
+    for algorithm in ALGORITHMS:
+        solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+        assert (solution.winner, solution.strategy) == ((1, 0, 1), (2, 1, 2))
 
 
 def test_step_budget_refusal_names_the_setting() -> None:
