@@ -6,9 +6,11 @@ it; `inspect`, `recover` and `prepare_resume` read the journal back.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import threading
+import time
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -16,15 +18,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from solvi._db.exact import encode as encode_exact
-from solvi._db.journal_base import ANSWERED, NO_EXACT
+from solvi._db.journal_base import ANSWERED, NO_EXACT, Item, statements_of
 from solvi._db.store_plans import PlanStore
-from solvi._db.writer import Ticket
+from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
 from solvi.errors import DuplicateRequestError, SolviError
 from solvi.journal import (
-    INSERT_ENTRY,
-    EntryRows,
     Journal,
     JournalEntry,
     JournalError,
@@ -72,24 +72,27 @@ class Recovery:
 
 
 class JournalWriter:
-    """One request's journal entries, handed to the journal's writer thread.
+    """One request's journal entries, handed to the journal as items (see
+    `solvi._db.journal_base.statements_of`).
 
     A started entry goes out at once, together with everything the request
     recorded before it (its open entry, the settled entries of the steps it
     reads), and the call waits for that commit: so a call never starts before
     its start, and its inputs, are durable. Settled entries wait for the next
-    started entry or the close. The methods are safe from several threads.
+    started entry or the close. With a journal that logs its commits, a commit is
+    durable once `Journal.log` returns, so nothing is waited for; only an open
+    entry committed in the database itself (a caller's id) is, before anything
+    else of the request is logged. The methods are safe from several threads.
     """
 
-    __slots__ = ("eager", "journal", "lock", "opened", "pending", "request_id", "rows")
+    __slots__ = ("eager", "journal", "lock", "opened", "pending", "request_id")
 
     def __init__(
         self, journal: Journal, request_id: str, first: Statement | None = None, *, eager: bool
     ) -> None:
         self.journal = journal
         self.request_id = request_id
-        self.rows = EntryRows(request_id)
-        self.pending: list[Statement] = []
+        self.pending: list[Item] = []
         self.lock = threading.Lock()
         #: commit each entry as it comes, waiting (the sync drivers: one commit per
         #: entry costs them little, and narrows what a crash can cut)
@@ -97,18 +100,32 @@ class JournalWriter:
         #: the open entry's commit: every later commit of the request comes after it
         self.opened: Ticket | None = None
         if first is not None:
+            item = ["o", *first[1]]
             if eager:
-                journal.commit((first,))
+                journal.log(request_id, [item]).wait()
+            elif journal.logs_open(request_id):
+                # Logged with the first start (or the close): it is durable before any
+                # call starts all the same, for one append fewer.
+                self.pending.append(item)
             else:
-                self.opened = journal.submit((first,))
+                self.opened = journal.log(request_id, [item])
 
-    def _submit_start(self, step: int, part: str) -> tuple[Ticket, tuple[Statement, ...]]:
-        row = (INSERT_ENTRY, self.rows.started(step, part))
+    def _open_pending(self) -> Ticket | None:
+        """The open entry's commit while the rest of the request must wait for it: it
+        goes to the database itself, and the request's other commits to a log (which
+        must not hold a start, or a close, of a request that may not be opened)."""
+        opened = self.opened
+        if opened is None or opened.done or not self.journal.logs_commits:
+            return None
+        return opened
+
+    def _submit_start(self, step: int, part: str) -> tuple[Ticket, list[Item]]:
         with self.lock:
-            carried, self.pending = tuple(self.pending), []
-        return self.journal.submit((*carried, row)), carried
+            carried, self.pending = self.pending, []
+        items = [*carried, ["s", 0, step, part, time.time()]]
+        return self.journal.log(self.request_id, items), carried
 
-    def _put_back(self, carried: tuple[Statement, ...]) -> None:
+    def _put_back(self, carried: list[Item]) -> None:
         """A failed commit took the open and settled entries it carried with it: they go
         with the next commit instead."""
         with self.lock:
@@ -117,6 +134,11 @@ class JournalWriter:
     def start(self, step: int, part: str) -> None:
         """Commit a started entry (with what is pending) and wait for it; raise when
         it cannot be written (the call must not start)."""
+        opened = self._open_pending()
+        if opened is not None:
+            with contextlib.suppress(Exception):
+                opened.wait()
+            self._check_opened()
         ticket, carried = self._submit_start(step, part)
         try:
             ticket.wait()
@@ -126,8 +148,18 @@ class JournalWriter:
         self._check_opened()
 
     async def astart(self, step: int, part: str) -> None:
-        """`start` on an event loop: the loop awaits the writer thread's commit."""
-        ticket, carried = self._submit_start(step, part)
+        """`start` on an event loop: the loop awaits the writer thread's commit (with a
+        journal that logs its commits, there is nothing to await)."""
+        if self.opened is None:
+            # The open entry is logged with what is pending, or committed already.
+            ticket, carried = self._submit_start(step, part)
+            if ticket.done:
+                if ticket.error is not None:
+                    self._put_back(carried)
+                    raise ticket.error
+                return
+        else:
+            ticket, carried = await self._start_after_open(step, part)
         try:
             await ticket.wait_async()
         except BaseException:
@@ -135,6 +167,15 @@ class JournalWriter:
                 self._put_back(carried)
             raise
         self._check_opened()
+
+    async def _start_after_open(self, step: int, part: str) -> tuple[Ticket, list[Item]]:
+        """Submit a start once the open entry's commit allows it (see `_open_pending`)."""
+        opened = self._open_pending()
+        if opened is not None:
+            with contextlib.suppress(Exception):
+                await opened.wait_async()
+            self._check_opened()
+        return self._submit_start(step, part)
 
     def _check_opened(self) -> None:
         """Raise when the request's open entry failed: a call it would start has no
@@ -155,32 +196,44 @@ class JournalWriter:
             data, exact = value_forms(value, part)
         else:
             outcome, data, message, exact = cause.kind, None, cause.message, None
-        row = (INSERT_ENTRY, self.rows.settled(step, part, outcome, data, message, exact))
+            message.encode()  # UnicodeEncodeError for a text no journal can keep
+        item = ["v", 0, step, part, outcome, data, message, exact, time.time()]
         if self.eager:
-            self.journal.commit((row,))
+            self.journal.log(self.request_id, [item]).wait()
             return
         with self.lock:
-            self.pending.append(row)
+            self.pending.append(item)
+
+    def _submit(self, items: list[Item], save: Any = None) -> Ticket:
+        """Submit the request's items, and `save` with them in one transaction: to the
+        database itself with a save or while the open entry is on its way there;
+        without the items if the open failed (the id then belongs to another request)."""
+        opened = self.opened
+        if opened is not None and opened.done and opened.error is not None:
+            items = []
+        direct = save is not None or self._open_pending() is not None
+        if not direct:
+            return self.journal.log(self.request_id, items) if items else done_ticket()
+        statements = statements_of([self.request_id], items) or []
+        unit = (*([] if save is None else [save]), *statements)
+        return self.journal.submit(unit, direct=True) if unit else done_ticket()
 
     def flush(self) -> Ticket | None:
         """Submit what is pending (None when nothing is)."""
         with self.lock:
-            unit, self.pending = tuple(self.pending), []
-        return self.journal.submit(unit) if unit else None
+            items, self.pending = self.pending, []
+        return self._submit(items) if items else None
 
     def close(
         self, response_hash: str | None, *, save: Any = None, closed_as: str = ANSWERED
     ) -> Ticket:
         """Submit the closed entry with what is pending, and `save` (a store plan
         maker) in the same transaction when the store shares the journal's database."""
-        close = self.journal.close_statement(self.request_id, response_hash, closed_as)
+        close = ["c", time.time(), response_hash, closed_as, self.request_id]
         with self.lock:
-            items: list[Any] = [*self.pending, close]
-            self.pending = []
-        if save is not None:
-            items.insert(0, save)
+            items, self.pending = [*self.pending, close], []
         self.journal.done_here(self.request_id)
-        return self.journal.submit(tuple(items))
+        return self._submit(items, save)
 
 
 def value_forms(value: Any, part: str) -> tuple[str, str | None]:
@@ -242,7 +295,9 @@ def begin(
         early_exit=run.early_exit,
     )
     run.journal = JournalWriter(journal, request_id, first, eager=eager)
-    run.bare = run.plain = False
+    # The sync fast path calls a node without journaling it; the async one
+    # (`plain`) journals its start and outcome as the general path does, so it stays.
+    run.bare = False
     journal.running_here(request_id)
 
 
@@ -305,7 +360,9 @@ def _recovery(rj: RequestJournal) -> Recovery:
 
 
 def recover(journal: Journal, catalog: str) -> list[Recovery]:
-    """Claim every unfinished request of `catalog` whose owner is dead."""
+    """Claim every unfinished request of `catalog` whose owner is dead (first bringing
+    the database up to every process's commits, dead processes' logs included)."""
+    journal.catch_up()
     out = []
     for rj in journal.unfinished(catalog):
         if rj.owner_alive:

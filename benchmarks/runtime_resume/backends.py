@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from solvi._db.postgres_journal import _owner_key
+from solvi._db.sqlite_journal import SQLiteJournal
 
 #: how long the server may take to end a killed child's sessions
 SETTLE_LIMIT = 10.0
@@ -73,13 +74,20 @@ class Backend(abc.ABC):
 
 class SQLiteBackend(Backend):
     """A journal file per scenario. A torn tail is made by a direct edit of the last
-    entry's row."""
+    entry's row, once the dead child's commit log has been applied to the database;
+    the digest covers the commit logs too (a reader must leave them as they are)."""
 
     name = "sqlite"
     title = "SQLite"
 
     def fresh(self, work: Path) -> str:
         return str(work / "journal.db")
+
+    def digest(self, spec: str) -> str:
+        h = hashlib.sha256(super().digest(spec).encode())
+        for log in sorted(Path(f"{spec}.owners").glob("*.jlog")):
+            h.update(log.name.encode() + b"\0" + log.read_bytes())
+        return h.hexdigest()
 
     def rows(self, spec: str, table: str, order: str) -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(f"file:{spec}?mode=ro", uri=True)
@@ -91,6 +99,9 @@ class SQLiteBackend(Backend):
             conn.close()
 
     def tear_last(self, spec: str) -> str:
+        applier = SQLiteJournal(spec)  # a process of its own would do the same
+        applier.catch_up()
+        applier.close()
         conn = sqlite3.connect(spec)
         try:
             seq, part, value, checksum = conn.execute(

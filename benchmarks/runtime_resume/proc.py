@@ -18,7 +18,7 @@ from typing import Any
 import flow
 from scenarios import BY_NAME, Trigger
 
-from solvi._db.journal_base import Unit
+from solvi._db.journal_base import Item, Unit, statements_of
 from solvi._db.writer import Ticket
 from solvi.journal import (
     CLOSE_REQUEST,
@@ -127,9 +127,19 @@ class Tracing(Journal):
                     "settled", when, params[3], outcome=params[4], value=value, message=params[6]
                 )
 
-    def submit(self, unit: Unit) -> Ticket:
+    def submit(self, unit: Unit, *, direct: bool = False) -> Ticket:
         self._points(unit, "pre")
-        ticket = super().submit(unit)
+        ticket = super().submit(unit, direct=direct)
+        ticket.wait()
+        self._points(unit, "post")
+        return ticket
+
+    def log(self, request_id: str, items: list[Item]) -> Ticket:
+        if not self.logs_commits:  # the items become statements, and go through submit
+            return super().log(request_id, items)
+        unit = tuple(statements_of([request_id], items) or ())
+        self._points(unit, "pre")
+        ticket = super().log(request_id, items)
         ticket.wait()
         self._points(unit, "post")
         return ticket

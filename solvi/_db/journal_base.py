@@ -9,10 +9,13 @@ once the response exists, or once the caller cancelled the request.
 gone it is derived, as *interrupted during execution* (started, not settled) or
 *interrupted before start* (never started).
 
-Every write goes through the journal's one writer thread (`solvi._db.writer`):
-commits never run on an event loop. Values are kept as data only (the record's
-JSON, and the exact tagged JSON of `solvi._db.exact`); reading a journal never
-runs anything it holds.
+Every write is made durable without a database call on the committing thread: by
+the journal's one writer thread (`solvi._db.writer`), which the caller waits for,
+or, for a SQLite journal with ``synchronous="NORMAL"``, by one append to the
+process's commit log (`solvi._db.journal_log`), which the writer thread applies to
+the database later. Values are kept as data only (the record's JSON, and the
+exact tagged JSON of `solvi._db.exact`); reading a journal never runs anything it
+holds.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import hashlib
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -39,6 +42,7 @@ __all__ = [
     "OPEN_REQUEST",
     "SCHEMA",
     "EntryRows",
+    "Item",
     "Journal",
     "JournalEntry",
     "JournalError",
@@ -47,6 +51,8 @@ __all__ = [
     "Unit",
     "entry_row",
     "input_hash",
+    "items_of",
+    "statements_of",
 ]
 
 # Entries are never deleted, so a plain rowid (one more than the largest) only grows.
@@ -227,8 +233,8 @@ class EntryRows:
         self.request_id = request_id
         self._crc = zlib.crc32(f"{request_id}\x1f".encode())
 
-    def started(self, step: int, part: str) -> tuple[Any, ...]:
-        """The row of a started entry."""
+    def started(self, step: int, part: str, at: float | None = None) -> tuple[Any, ...]:
+        """The row of a started entry (`at`: when it was made, default now)."""
         crc = zlib.crc32(f"started\x1f{step}\x1f{part}\x1f\x1f\x1f\x1f".encode(), self._crc)
         return (
             self.request_id,
@@ -239,7 +245,7 @@ class EntryRows:
             None,
             None,
             None,
-            time.time(),
+            time.time() if at is None else at,
             f"{crc:08x}",
         )
 
@@ -251,15 +257,101 @@ class EntryRows:
         value: str | None,
         message: str | None,
         exact: str | None,
+        at: float | None = None,
     ) -> tuple[Any, ...]:
-        """The row of a settled entry."""
+        """The row of a settled entry (`at`: when it was made, default now)."""
         text = (
             f"settled\x1f{step}\x1f{part}\x1f{outcome}\x1f{'' if value is None else value}\x1f"
             f"{'' if message is None else message}\x1f{'' if exact is None else exact}"
         )
         crc = zlib.crc32(text.encode(), self._crc)
         row = (self.request_id, "settled", step, part, outcome, value, message, exact)
-        return (*row, time.time(), f"{crc:08x}")
+        return (*row, time.time() if at is None else at, f"{crc:08x}")
+
+
+# -- items: a request's journal writes in the form its writer makes them --------------
+#
+# An item is a list: ``["o", *open parameters]``, ``["s", index, step, part, at]``
+# (started), ``["v", index, step, part, outcome, value, message, exact, at]``
+# (settled), ``["c", closed_at, response_hash, closed_as, request_id]`` or
+# ``["e", *the ten parameters of any entry row]``; ``index`` is the request's place in
+# the list of ids the items come with. A SQLite journal's log keeps items as they
+# are (they are JSON already, with no checksum to work out on the committing
+# thread); `statements_of` turns them into the statements of the tables.
+
+Item = list[Any]
+Statement = tuple[str, tuple[Any, ...]]
+
+_TAG_OF = {OPEN_REQUEST: "o", INSERT_ENTRY: "e", CLOSE_REQUEST: "c"}
+_ARITY = {"o": 9, "c": 4, "e": 10, "s": 4, "v": 8}
+#: the parameters each item needs (their columns are NOT NULL)
+_REQUIRED = {
+    "o": tuple(range(9)),
+    "c": (3,),
+    "e": (0, 1, 2, 3, 8, 9),
+    "s": (0, 1, 2, 3),
+    "v": (0, 1, 2, 7),
+}
+#: where an open, a close or an entry row names its request
+_ID_AT = {"o": 0, "c": 3, "e": 0}
+_SQL_OF_TAG = {tag: sql for sql, tag in _TAG_OF.items()}
+_SCALARS = (str, int, float, type(None))
+
+
+def items_of(statements: Iterable[Any]) -> tuple[list[str], list[Item]] | None:
+    """Statements (opens, entry rows, closes) as ids and items; None when one is
+    anything else (a store plan, another statement)."""
+    ids: dict[str, None] = {}
+    items: list[Item] = []
+    for statement in statements:
+        if type(statement) is not tuple:
+            return None
+        tag = _TAG_OF.get(statement[0])
+        if tag is None:
+            return None
+        params = statement[1]
+        ids[params[_ID_AT[tag]]] = None
+        items.append([tag, *params])
+    return list(ids), items
+
+
+def statements_of(ids: Sequence[Any], items: Sequence[Any]) -> list[Statement] | None:
+    """Items as the statements they stand for, entry checksums worked out; None when
+    one is not an item a journal writes (a damaged or planted record)."""
+    if type(ids) is not list or type(items) is not list:
+        return None
+    rows: dict[int, EntryRows] = {}
+    out: list[Statement] = []
+    for item in items:
+        if type(item) is not list or not item or item[0] not in _ARITY:
+            return None
+        tag, params = item[0], tuple(item[1:])
+        if len(params) != _ARITY[tag] or any(type(p) not in _SCALARS for p in params):
+            return None
+        if any(params[i] is None for i in _REQUIRED[tag]):
+            return None
+        if tag == "s" or tag == "v":
+            at = params[0]
+            if type(at) is not int or not 0 <= at < len(ids) or type(ids[at]) is not str:
+                return None
+            try:
+                maker = rows.get(at)
+                if maker is None:
+                    maker = rows[at] = EntryRows(ids[at])
+                if tag == "s":
+                    _, step, part, when = params
+                    out.append((INSERT_ENTRY, maker.started(step, part, when)))
+                else:
+                    _, step, part, outcome, value, message, exact, when = params
+                    row = maker.settled(step, part, outcome, value, message, exact, when)
+                    out.append((INSERT_ENTRY, row))
+            except UnicodeEncodeError:  # a lone surrogate: no checksum, and no row either
+                return None
+            continue
+        if type(params[_ID_AT[tag]]) is not str:
+            return None
+        out.append((_SQL_OF_TAG[tag], params))
+    return out
 
 
 def entry_row(
@@ -364,13 +456,17 @@ class Journal(abc.ABC):
     active: set[str]
     #: requests whose row could not be read (listed by nothing, reported here)
     damaged: set[str]
-    _writer: Writer[Unit] | None = None
+    #: `submit` makes a unit durable before it returns (a log append), so its ticket
+    #: is done at once; the writer thread applies it to the database later
+    logs_commits: bool = False
+    _writer: Writer[Any] | None = None
 
     # -- what a backend supplies -----------------------------------------------
 
     @abc.abstractmethod
-    def _write(self, units: list[Unit]) -> None:
-        """On the writer thread: run every unit in one transaction, committed on return."""
+    def _write(self, units: list[Any]) -> None:
+        """On the writer thread: run every unit in one transaction, committed on return
+        (the units `submit` handed over: a `Unit`, or what the backend wraps one in)."""
 
     @abc.abstractmethod
     def _writer_exit(self) -> None:
@@ -399,7 +495,7 @@ class Journal(abc.ABC):
     # -- the writer ------------------------------------------------------------
 
     @property
-    def writer(self) -> Writer[Unit]:
+    def writer(self) -> Writer[Any]:
         """The journal's writer thread (started on the first write)."""
         writer = self._writer
         if writer is None:
@@ -408,9 +504,32 @@ class Journal(abc.ABC):
             )
         return writer
 
-    def submit(self, unit: Unit) -> Ticket:
-        """Hand one unit to the writer thread."""
+    def submit(self, unit: Unit, *, direct: bool = False) -> Ticket:
+        """Hand one unit to the writer thread (`direct`: to the database itself, for a
+        journal that logs its commits)."""
         return self.writer.submit(unit)
+
+    def logs_open(self, request_id: str) -> bool:
+        """Whether the open entry of this request goes to a log (not the database
+        itself): then it may wait there for the request's first start."""
+        return False
+
+    def log(self, request_id: str, items: list[Item]) -> Ticket:
+        """Make one request's items durable (see `statements_of`): as statements
+        handed to the writer thread here; a journal with a log appends them to it.
+
+        Raises:
+            ValueError: an item is not one a journal writes.
+        """
+        statements = statements_of([request_id], items)
+        if statements is None:
+            msg = f"items of request {request_id!r} are not journal items: {items!r}"
+            raise ValueError(msg)
+        return self.submit(tuple(statements))
+
+    def catch_up(self) -> None:  # noqa: B027  # a hook: a journal without logs has nothing to do
+        """Bring the database up to every commit made so far (a journal that logs its
+        commits applies the logs for good; others have nothing to do)."""
 
     def commit(self, unit: Unit) -> None:
         """Hand one unit to the writer thread and wait until it is committed."""
@@ -544,7 +663,13 @@ class Journal(abc.ABC):
             msg = f"the journal's row for request {request_id!r} is damaged: {exc}"
             raise JournalError(msg) from exc
         entries, torn_parts = self._entries(request_id)
+        entries_torn = len(torn_parts)
         settled = {e.part for e in entries if e.kind == "settled"}
+        damaged, anywhere = self._damage(request_id)
+        if anywhere or not set(torn_parts) <= set(plan):
+            # A damaged record or entry that names no planned part may have been the
+            # start of any step not settled: none of them is run again unless idempotent.
+            torn_parts = [*torn_parts, *(p for p in plan if p not in settled)]
         # This process owns what it claimed, but only what it is running is running.
         alive = self.owner_alive(row[1]) and (row[1] != self.owner or request_id in self.active)
         return RequestJournal(
@@ -559,12 +684,17 @@ class Journal(abc.ABC):
             early_exit=bool(row[7]),
             closed=row[8] is not None,
             entries=tuple(entries),
-            skipped_torn=len(torn_parts),
+            skipped_torn=entries_torn + damaged,
             torn_parts=frozenset(p for p in torn_parts if p not in settled),
             claimed_at=row[9],
             closed_as=row[10],
             input_intact=input_hash(row[5]) == row[4],
         )
+
+    def _damage(self, request_id: str) -> tuple[int, int]:
+        """How many damaged log records name the request, and how many of those were not
+        the last record a dead owner was writing (none, for a journal without logs)."""
+        return 0, 0
 
     def _entries(self, request_id: str) -> tuple[list[JournalEntry], list[str]]:
         """A request's sound entries, and the part of each damaged one."""

@@ -2,7 +2,10 @@
 
 Owners prove they are alive by holding an exclusive lock on a file of their own
 next to the database for as long as their journal is open; the lock vanishes
-with the process, however it dies.
+with the process, however it dies. With ``synchronous="NORMAL"`` each owner's
+commits are appends to a log of its own beside the lock (`solvi._db.journal_log`),
+which its writer thread applies to the database in the background; readers, and
+a recovering process, apply what is not applied yet for themselves.
 """
 
 from __future__ import annotations
@@ -15,18 +18,67 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from solvi._db.journal_base import SCHEMA, Journal, JournalError, Unit, drive_unit, is_new_schema
+import attrs
+
+from solvi._db import journal_log
+from solvi._db.journal_base import (
+    SCHEMA,
+    Item,
+    Journal,
+    JournalError,
+    RequestJournal,
+    Statement,
+    Unit,
+    drive_unit,
+    is_new_schema,
+    items_of,
+    statements_of,
+)
+from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter
 from solvi._db.sqlite_store import SQLiteStore
 from solvi._db.store_plans import drive
+from solvi._db.writer import Ticket, WriterClosed, done_ticket
 
 __all__ = ["SQLiteJournal"]
 
-#: 3: requests record how they closed (``closed_as``), commits go straight to the
-#: database from a writer thread (version 2 kept commit logs beside it)
-SQLITE_VERSION = 3
+#: 4: commits of a NORMAL journal are appends to a log of JSON records beside it
+#: (``*.jlog``), applied in the background (``journal_logs``, ``journal_damaged``);
+#: 3: requests record how they closed (``closed_as``), commits went straight to the
+#: database from a writer thread (version 2 kept pickled commit logs, ``*.log``)
+SQLITE_VERSION = 4
+#: most caller ids remembered between `has_request` and the request's open
+_CHECKED_MAX = 10_000
+#: records the writer turns into rows before it runs them
+_APPLY_RUN = 16
+
+#: (generation, offset) in a log
+Position = tuple[int, int]
+
+
+class _Logged:
+    """The writer unit standing for the commits in the log not yet applied: applying
+    them is all that is left (one unit is queued for any number of them)."""
+
+    __slots__ = ()
+
+
+_LOGGED = _Logged()
+#: the ticket of a commit that is durable once it is in the log
+_DONE = done_ticket()
+
+
+@attrs.frozen
+class _Direct:
+    """A writer unit committed in the database itself, after everything the log held
+    when it was submitted (up to `end`)."""
+
+    end: Position
+    unit: Unit
 
 
 def _safe(owner: str) -> str:
@@ -36,16 +88,23 @@ def _safe(owner: str) -> str:
 class SQLiteJournal(Journal):
     """A journal in a SQLite file (WAL), shared by the processes of one machine.
 
-    Every commit runs on the journal's writer thread, which gathers what the
-    process's requests submit meanwhile into one transaction. Readers use
-    connections of their own and never wait for the writer.
+    With ``synchronous="NORMAL"`` a commit is one append of a record to this
+    process's log, made on the committing thread (an event loop's too: a copy into
+    a file mapped in memory, never a SQL statement, a system call or an fsync), and
+    the journal's writer thread applies the log to the database a little later,
+    many commits in one transaction. A commit that saves a response runs in the
+    database itself, as one transaction with the store, after what the log held; so
+    does the open entry of a request whose id its caller chose (see `has_request`).
+    With ``"FULL"`` every commit is a transaction on the writer thread. Readers see
+    every commit: they apply what the logs hold beyond the database in a
+    transaction they roll back.
 
     Args:
         path: the database file (it may be a store's file: then saving a response
             and closing its request are one transaction).
-        synchronous: ``"NORMAL"`` (default) survives a killed process, not a
-            power loss; ``"FULL"`` survives both, at an fsync per commit. A commit
-            that saves a response always runs with ``FULL``, as the store does.
+        synchronous: ``"NORMAL"`` (default) survives a killed process, not a power
+            loss; ``"FULL"`` survives both, at an fsync per commit. A commit that
+            saves a response always runs with ``FULL``, as the store does.
 
     Raises:
         JournalError: the file is not a usable journal (the message says why and
@@ -71,9 +130,19 @@ class SQLiteJournal(Journal):
             msg = f"cannot make the journal's owner folder {self._lock_dir}: {exc}"
             raise JournalError(msg) from exc
         self._refuse_old_logs()
-        self._owner_path = self._lock_dir / f"{_safe(self.owner)}.lock"
+        self._name = _safe(self.owner)
+        self._owner_path = self._lock_dir / f"{self._name}.lock"
         self._owner_file = open(self._owner_path, "w")
         fcntl.flock(self._owner_file, fcntl.LOCK_EX)
+        self.logs_commits = synchronous == "NORMAL"
+        self._log = LogWriter(self._lock_dir, self._name) if self.logs_commits else None
+        #: appends and hand-overs to the writer, in one order
+        self._log_lock = threading.Lock()
+        #: records in the log not yet known to be applied: (generation, start, end,
+        #: ids, items), in log order (appended under the lock, dropped by the writer)
+        self._pending: deque[tuple[int, int, int, list[str], list[Item]]] = deque()
+        #: caller-chosen ids `has_request` found new, whose open goes to the database
+        self._checked: set[str] = set()
         try:
             self._migrate()
         except BaseException:
@@ -104,7 +173,7 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for statement in SCHEMA.split(";"):
+            for statement in (SCHEMA + LOGS_SCHEMA).split(";"):
                 if statement.strip():
                     conn.execute(statement)
             columns = {row[1] for row in conn.execute("PRAGMA table_info(journal_requests)")}
@@ -142,12 +211,86 @@ class SQLiteJournal(Journal):
                 self._conns.append(conn)
         return conn
 
+    # -- committing (on the committing thread) ------------------------------------
+
+    def submit(self, unit: Unit, *, direct: bool = False) -> Ticket:
+        """Make one unit durable: append it to this process's log (its ticket is then
+        done already), or hand it to the writer thread to commit in the database after
+        everything logged before it (a store plan, a caller-chosen id's open, a FULL
+        journal, or `direct`)."""
+        log = self._log
+        found = None if direct or log is None else items_of(unit)
+        if found is not None and not self._opens_checked(found[1]):
+            return self._append(*found)
+        with self._log_lock:
+            return self.writer.submit(_Direct((0, 0) if log is None else log.end, unit))
+
+    def log(self, request_id: str, items: list[Item]) -> Ticket:
+        """Make one request's items durable: one append to this process's log (a FULL
+        journal, or a caller-chosen id's open, commits them in the database)."""
+        if self._log is None or self._opens_checked(items):
+            return super().log(request_id, items)
+        return self._append([request_id], items)
+
+    def _opens_checked(self, items: list[Item]) -> bool:
+        """Whether the items open a request whose id a caller chose (see
+        `has_request`): that open goes to the database itself."""
+        checked = self._checked
+        if not checked:
+            return False
+        for item in items:
+            if item[0] == "o" and item[1] in checked:
+                checked.discard(item[1])
+                return True
+        return False
+
+    def _append(self, ids: list[str], items: list[Item]) -> Ticket:
+        """One record in the log, for the writer thread to apply later."""
+        if not items:
+            return _DONE
+        log = self._log
+        assert log is not None
+        record = journal_log.encode(ids, items)
+        writer = self.writer
+        with self._log_lock:
+            if writer.closed:
+                msg = f"{self!r} is closed; open a new journal to write"
+                raise WriterClosed(msg)
+            try:
+                generation, start, end = log.append(record)
+            except OSError as exc:
+                msg = f"cannot append to the journal's commit log in {log.directory}: {exc}"
+                return done_ticket(JournalError(msg))
+            self._pending.append((generation, start, end, ids, items))
+        writer.nudge(_LOGGED)
+        return _DONE
+
+    def logs_open(self, request_id: str) -> bool:
+        """Whether the request's open entry goes to the log: unless its id was a
+        caller's, checked by `has_request`, or the journal is FULL."""
+        return self._log is not None and request_id not in self._checked
+
+    def has_request(self, request_id: str) -> bool:
+        """Whether the journal holds a request with this id, finished or not.
+
+        An id found new here (as `System` checks a caller's id before its request) is
+        then opened in the database itself rather than the log, so that the
+        database's key still refuses one id opened by two processes at once.
+        """
+        found = super().has_request(request_id)
+        if not found and self._log is not None:
+            if len(self._checked) >= _CHECKED_MAX:
+                self._checked.clear()
+            self._checked.add(request_id)
+        return found
+
     # -- writing (on the writer thread) ------------------------------------------
 
-    def _write(self, units: list[Unit]) -> None:
+    def _write(self, units: list[Any]) -> None:
         conn = self._conn()
         saves = self.synchronous != "FULL" and any(
-            type(item) is not tuple for unit in units for item in unit
+            isinstance(unit, _Direct) and any(type(item) is not tuple for item in unit.unit)
+            for unit in units
         )
         if saves:
             conn.execute("PRAGMA synchronous=FULL")
@@ -158,11 +301,18 @@ class SQLiteJournal(Journal):
         def run_plan(plan: Any) -> None:
             drive(store_execute, plan)
 
+        applied: Position | None = None
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                at = (0, 0) if self._log is None else self._own_position(conn)
                 for unit in units:
-                    drive_unit(unit, conn.execute, run_plan)
+                    if isinstance(unit, _Direct):
+                        at = self._apply_own(conn, at, unit.end)
+                        drive_unit(unit.unit, conn.execute, run_plan)
+                # Then whatever the log holds: nothing logged waits on a unit not yet
+                # committed (a request waits for its open to commit before it logs).
+                applied = self._apply_own(conn, at, None)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -174,6 +324,73 @@ class SQLiteJournal(Journal):
         finally:
             if saves:
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        self._applied_to(applied)
+
+    def _own_position(self, conn: sqlite3.Connection) -> Position:
+        row = conn.execute(
+            "SELECT generation, applied FROM journal_logs WHERE name = ?", (self._name,)
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def _apply_own(self, conn: sqlite3.Connection, at: Position, upto: Position | None) -> Position:
+        """Apply this process's log from `at` up to `upto` (None: all it holds) in the
+        open transaction, from the records kept in memory; return where it got to.
+
+        Raises:
+            JournalError: the records in memory do not follow what the database says
+                was applied (the log or ``journal_logs`` was changed behind its back).
+        """
+        log = self._log
+        if log is None or (upto is not None and upto <= at):
+            return at
+        records: list[tuple[list[str], list[Statement]]] = []
+        applied = Applied()
+        end = at
+        for generation, start, stop, ids, items in list(self._pending):
+            if (generation, stop) <= end:
+                continue  # applied already (by a claim, say)
+            if upto is not None and (generation, stop) > upto:
+                break
+            follows = (generation, start) == end or (
+                start == 0
+                and generation == end[0] + 1
+                and (end == (0, 0) or log.final.get(end[0]) == end[1])
+            )
+            if not follows:
+                msg = (
+                    f"the commit log {log.path(generation)} does not follow what journal "
+                    f"{str(self.path)!r} says was applied of it ({end}); the log or the "
+                    f"journal_logs table was changed by something else than this journal"
+                )
+                raise JournalError(msg)
+            statements = statements_of(ids, items)
+            if statements is None:  # as a reader of the log finds it: damaged
+                journal_log.count_damage(conn, applied, self._name, ids, journal_log.DAMAGED)
+            else:
+                records.append((ids, statements))
+            end = (generation, stop)
+            if len(records) >= _APPLY_RUN:
+                # Each run's statements let go of the GIL: the loop is never kept
+                # waiting for this thread's Python for long.
+                journal_log.apply_records(conn, self._name, records, applied)
+                records = []
+        if end != at:
+            journal_log.apply_records(conn, self._name, records, applied)
+            journal_log.set_position(conn, self._name, end)
+        return end
+
+    def _applied_to(self, at: Position | None) -> None:
+        """After a commit: forget the records applied, delete spent generations."""
+        if at is None or self._log is None:
+            return
+        pending = self._pending
+        while pending and (pending[0][0], pending[0][2]) <= at:
+            pending.popleft()
+        for generation in range(at[0] - 1, 0, -1):
+            path = self._log.path(generation)
+            if not path.exists():
+                break
+            path.unlink(missing_ok=True)
 
     def _writer_exit(self) -> None:
         self._close_own_conn()
@@ -187,13 +404,75 @@ class SQLiteJournal(Journal):
                     self._conns.remove(conn)
             conn.close()
 
-    # -- reading -------------------------------------------------------------
+    # -- reading: the database with every log applied ----------------------------
 
-    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    @contextlib.contextmanager
+    def _view(self, *, commit: bool = False) -> Iterator[Applied | None]:
+        """A transaction on this thread's connection in which every log is applied:
+        rolled back (a reader writes nothing), or committed with `commit`."""
+        if getattr(self._local, "view", False):
+            yield None  # inside a view already: it holds every log
+            return
+        conn = self._conn()
         try:
-            return list(self._conn().execute(sql, params).fetchall())
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                applied = journal_log.apply_logs(conn, self._lock_dir, self._alive_name)
+                self._local.view = True
+                yield applied
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._local.view = False
+            conn.execute("COMMIT" if commit else "ROLLBACK")
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
+        except OSError as exc:
+            msg = f"cannot read the commit logs of journal {str(self.path)!r}: {exc}"
+            raise JournalError(msg) from exc
+        if commit:
+            applied.remove_spent()
+
+    def catch_up(self) -> None:
+        """Apply every process's log to the database for good (a reader applies them
+        for itself; this is for a recovery, or a tool that reads the file directly)."""
+        with self._view(commit=True):
+            pass
+
+    def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one query on the database with every log applied (in a view)."""
+        with self._view():
+            try:
+                return list(self._conn().execute(sql, params).fetchall())
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged_file(exc) from exc
+
+    def load(self, request_id: str) -> RequestJournal:
+        """Everything journaled for one request, the logs included (see `Journal.load`)."""
+        with self._view():
+            return super().load(request_id)
+
+    def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
+        """Every request opened and not closed, the logs included (read only)."""
+        with self._view():
+            found = list(super().unfinished(catalog))
+            lost = self._fetch(
+                "SELECT DISTINCT request_id FROM journal_damaged WHERE request_id NOT IN "
+                "(SELECT request_id FROM journal_requests)"
+            )
+        # A damaged record may have held a request's open entry: it is counted, not lost.
+        self.damaged.update(str(row[0]) for row in lost)
+        yield from found
+
+    def _damage(self, request_id: str) -> tuple[int, int]:
+        rows = self._fetch(
+            "SELECT count(*), count(*) FILTER (WHERE kind IS NOT ?) FROM journal_damaged "
+            "WHERE request_id = ?",
+            (journal_log.CUT, request_id),
+        )
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     # -- liveness and claims -------------------------------------------------
 
@@ -201,8 +480,14 @@ class SQLiteJournal(Journal):
         """Whether the process that owns `owner` still holds its lock."""
         if owner == self.owner:
             return not self._owner_file.closed
+        return self._alive_name(_safe(owner))
+
+    def _alive_name(self, name: str) -> bool:
+        """Whether the owner whose lock file is called `name` still holds it."""
+        if name == self._name:
+            return not self._owner_file.closed
         try:
-            handle = open(self._lock_dir / f"{_safe(owner)}.lock")
+            handle = open(self._lock_dir / f"{name}.lock")
         except (FileNotFoundError, OSError):
             return False
         try:
@@ -214,29 +499,21 @@ class SQLiteJournal(Journal):
         return False
 
     def claim(self, request_id: str) -> bool:
-        """Take over an unclosed request whose owner is dead; only one claimant wins."""
+        """Take over an unclosed request whose owner is dead; only one claimant wins.
+        Every log is applied for good first, so the request's entries are all rows."""
         conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(
-                    "SELECT owner, closed_at FROM journal_requests WHERE request_id = ?",
-                    (request_id,),
-                ).fetchone()
-                won = row is not None and row[1] is None
-                won = won and (row[0] == self.owner or not self.owner_alive(row[0]))
-                if won:
-                    conn.execute(
-                        "UPDATE journal_requests SET owner = ?, claimed_at = ? "
-                        "WHERE request_id = ?",
-                        (self.owner, time.time(), request_id),
-                    )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged_file(exc) from exc
+        with self._view(commit=True):
+            row = conn.execute(
+                "SELECT owner, closed_at FROM journal_requests WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+            won = row is not None and row[1] is None
+            won = won and (row[0] == self.owner or not self.owner_alive(row[0]))
+            if won:
+                conn.execute(
+                    "UPDATE journal_requests SET owner = ?, claimed_at = ? WHERE request_id = ?",
+                    (self.owner, time.time(), request_id),
+                )
         return bool(won)
 
     def same_database(self, store: object) -> bool:
@@ -246,6 +523,20 @@ class SQLiteJournal(Journal):
         return os.path.realpath(store.path) == os.path.realpath(self.path)
 
     # -- closing -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit and apply what was submitted, stop the writer, delete this process's
+        log once it is all applied (else it stays, for a recovering process to apply),
+        and release the owner lock. A second call does nothing."""
+        if self._writer is not None:
+            self._writer.close()
+        log = self._log
+        if log is not None and not self._owner_file.closed:
+            log.close()
+            if not self._pending:
+                for generation in range(log.generation, 0, -1):
+                    log.path(generation).unlink(missing_ok=True)
+        self._release()
 
     def _release(self) -> None:
         with self._conns_lock:

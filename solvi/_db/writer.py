@@ -11,6 +11,11 @@ A synchronous caller waits with `Ticket.wait`; an async caller awaits
 and is woken from the writer thread: the loop's thread does no database work.
 Units are committed in the order they were submitted, so once a ticket is done,
 every unit submitted before it is committed or failed.
+
+`Writer.nudge` queues work nobody waits for (the SQLite journal applying commits
+that are durable already in its log): the thread lets it wait `Writer.delay`
+seconds for more before it commits, unless a unit somebody waits for arrives
+first, and then takes everything queued in submission order.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ import asyncio
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import anyio
 
-__all__ = ["Ticket", "Writer", "WriterClosed"]
+__all__ = ["Ticket", "Writer", "WriterClosed", "done_ticket"]
 
 U = TypeVar("U")
 
@@ -36,14 +42,14 @@ class WriterClosed(RuntimeError):
 class Ticket:
     """The promise of one submitted unit: done once its transaction committed or failed."""
 
-    __slots__ = ("_waker", "_writer", "done", "error")
+    __slots__ = ("_wakers", "_writer", "done", "error")
 
-    def __init__(self, writer: Writer[Any]) -> None:
+    def __init__(self, writer: Writer[Any] | None) -> None:
         self._writer = writer
         self.done = False
         self.error: BaseException | None = None
-        #: (loop key, call) to wake an async waiter, set while one waits
-        self._waker: tuple[Any, Callable[[], None]] | None = None
+        #: (loop key, call) to wake each async waiter, while some wait
+        self._wakers: list[tuple[Any, Callable[[], None]]] | None = None
 
     def result(self) -> None:
         """Raise the unit's error, if it failed (call once it is done)."""
@@ -53,6 +59,7 @@ class Ticket:
     def wait(self) -> None:
         """Block this (non-loop) thread until the unit is committed; raise its error."""
         if not self.done:
+            assert self._writer is not None  # only a ready-made ticket has none, and it is done
             self._writer.wait_for(self)
         self.result()
 
@@ -75,16 +82,32 @@ class Ticket:
                 if not future.done():
                     future.set_result(None)
 
-            self._waker = (loop, wake)
+            self._add_waker(loop, wake)
             if not self.done:  # else the writer finished first, and may not have seen us
                 await future
         else:
             token = _trio_token()
             event = anyio.Event()
-            self._waker = (token, event.set)
+            self._add_waker(token, event.set)
             if not self.done:
                 await event.wait()
         self.result()
+
+    def _add_waker(self, loop_key: Any, wake: Callable[[], None]) -> None:
+        wakers = self._wakers
+        if wakers is None:
+            self._wakers = [(loop_key, wake)]
+        else:
+            wakers.append((loop_key, wake))  # several tasks may wait for one unit
+
+
+def done_ticket(error: BaseException | None = None) -> Ticket:
+    """A ticket already done: for work finished before it was handed over (an append
+    to a log), failed with `error` if given."""
+    ticket = Ticket(None)
+    ticket.done = True
+    ticket.error = error
+    return ticket
 
 
 def _trio_token() -> Any:
@@ -114,6 +137,7 @@ class Writer(Generic[U]):
             raises to fail them all (they are then retried one by one).
         name: the thread's name.
         on_exit: runs on the writer thread when it stops (to close its connection).
+        delay: seconds nudged work may wait for more before it is committed.
     """
 
     def __init__(
@@ -122,8 +146,10 @@ class Writer(Generic[U]):
         *,
         name: str,
         on_exit: Callable[[], None] | None = None,
+        delay: float = 0.05,
     ) -> None:
         self._commit = commit
+        self.delay = delay
         self._name = name
         self._on_exit = on_exit
         self._cond = threading.Condition()
@@ -131,6 +157,10 @@ class Writer(Generic[U]):
         self._tickets: list[Ticket] = []
         self._closing = False
         self._thread: threading.Thread | None = None
+        #: queued units somebody waits for
+        self._urgent = 0
+        #: when the nudged unit queued is due (monotonic seconds), None if none is
+        self._due: float | None = None
 
     def submit(self, unit: U) -> Ticket:
         """Queue one unit for the next commit.
@@ -140,17 +170,38 @@ class Writer(Generic[U]):
         """
         ticket = Ticket(self)
         with self._cond:
-            if self._closing:
-                msg = f"{self._name} is closed; open a new one to write"
-                raise WriterClosed(msg)
-            self._units.append(unit)
-            self._tickets.append(ticket)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                self._thread.start()
-            else:
-                self._cond.notify_all()
+            self._queue(unit, ticket)
+            self._urgent += 1
+            self._cond.notify_all()
         return ticket
+
+    def nudge(self, unit: U) -> None:
+        """Queue `unit`, work nobody waits for, to be committed within `delay` seconds,
+        unless such a unit is queued already (it then stands for both: `commit` is
+        called with what was queued, and is to do whatever such work there is).
+
+        Raises:
+            WriterClosed: the writer was closed.
+        """
+        if self._due is not None and not self._closing:
+            return  # read without the lock: at worst one unit more is queued
+        with self._cond:
+            if self._due is not None and not self._closing:
+                return
+            self._queue(unit, Ticket(self))
+            self._due = time.monotonic() + self.delay
+            self._cond.notify_all()
+
+    def _queue(self, unit: U, ticket: Ticket) -> None:
+        """Append a unit (holding the condition), starting the thread the first time."""
+        if self._closing:
+            msg = f"{self._name} is closed; open a new one to write"
+            raise WriterClosed(msg)
+        self._units.append(unit)
+        self._tickets.append(ticket)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            self._thread.start()
 
     def commit(self, unit: U) -> None:
         """Submit one unit and wait for it (from a thread that runs no event loop)."""
@@ -180,16 +231,29 @@ class Writer(Generic[U]):
         try:
             while True:
                 with self._cond:
-                    while not self._units and not self._closing:
-                        self._cond.wait()
+                    self._wait_for_work()
                     if not self._units:
                         return
                     units, self._units = self._units, []
                     tickets, self._tickets = self._tickets, []
+                    self._urgent, self._due = 0, None
                 self._run(units, tickets)
         finally:
             if self._on_exit is not None:
                 self._on_exit()
+
+    def _wait_for_work(self) -> None:
+        """Wait (holding the condition) until a unit somebody waits for is queued, the
+        nudged unit is due, or the writer is closing."""
+        while not self._closing and not self._urgent:
+            due = self._due
+            if due is None:
+                self._cond.wait()
+                continue
+            left = due - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def _run(self, units: list[U], tickets: list[Ticket]) -> None:
         try:
@@ -210,9 +274,8 @@ class Writer(Generic[U]):
         with self._cond:
             for ticket in tickets:
                 ticket.done = True
-                waker = ticket._waker
-                if waker is not None:
-                    wakers.setdefault(waker[0], []).append(waker[1])
+                for loop_key, wake in ticket._wakers or ():
+                    wakers.setdefault(loop_key, []).append(wake)
             self._cond.notify_all()
         # A waiter that sets its waker after this looked sees `done` and never parks.
         for loop_key, calls in wakers.items():

@@ -1,6 +1,6 @@
 """The writer thread: commits in submission order, gathers concurrent units into one
-transaction, fails a bad unit alone, wakes async waiters on asyncio and trio, and
-closes without losing or hanging."""
+transaction, fails a bad unit alone, lets nudged work wait for more, wakes async
+waiters on asyncio and trio, and closes without losing or hanging."""
 
 from __future__ import annotations
 
@@ -123,6 +123,56 @@ def test_close_commits_what_was_submitted_and_never_hangs() -> None:
         assert [u for t in log.transactions for u in t] == ["u0", "u1", "u2"]
     with pytest.raises(WriterClosed, match="is closed"):
         writer.submit("late")
+
+
+def test_nudged_work_waits_for_the_delay_unless_a_waited_unit_comes() -> None:
+    """A nudged unit is committed once the delay has passed, with whatever was nudged
+    meanwhile standing for it (one unit queued); a unit somebody waits for takes it
+    along at once; closing commits what is queued."""
+    log = Log()
+    writer: Writer[str] = Writer(log.commit, name="test", delay=0.3)
+    began = time.monotonic()
+    writer.nudge("lazy")
+    writer.nudge("lazy again")  # a lazy unit is queued: nothing more is
+    while not log.transactions:
+        time.sleep(0.005)
+    assert time.monotonic() - began >= 0.3
+    assert log.transactions == [["lazy"]]
+    writer.nudge("lazy")
+    began = time.monotonic()
+    writer.submit("waited").wait()
+    assert time.monotonic() - began < 0.25
+    assert log.transactions[-1] == ["lazy", "waited"]
+    writer.nudge("at close")
+    writer.close()
+    assert log.transactions[-1] == ["at close"]
+    with pytest.raises(WriterClosed, match="is closed"):
+        writer.nudge("late")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_every_task_awaiting_one_ticket_is_woken(backend: str) -> None:
+    """Several tasks may await the same unit (a request's open entry): all are woken."""
+    log = Log()
+    log.delay = 0.05
+    writer: Writer[str] = Writer(log.commit, name="test")
+    woken: list[int] = []
+
+    async def main() -> None:
+        ticket = writer.submit("open")
+
+        async def wait(k: int) -> None:
+            await ticket.wait_async()
+            woken.append(k)
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for k in range(5):
+                    tg.start_soon(wait, k)
+
+    anyio.run(main, backend=backend)
+    writer.close()
+    assert sorted(woken) == [0, 1, 2, 3, 4]
 
 
 def test_stores_and_journals_read_locations_alike(tmp_path: Path) -> None:

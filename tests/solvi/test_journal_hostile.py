@@ -1,12 +1,14 @@
 """A journal is data, never code: a pickle payload planted in any column of the
-journal's tables executes nothing, and the request it damages
-is counted as damaged or refused with a clear error, never dropped; a corrupt
-journal file raises `JournalError` naming the file."""
+journal's tables, or anywhere in a commit log, executes nothing, and the request it
+damages is counted as damaged or refused with a clear error, never dropped; a
+corrupt journal file raises `JournalError` naming the file."""
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
+import json
 import pickle
 import random
 import shutil
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 
 from solvi import Catalog, Question, SolviError, System
-from solvi.journal import JournalError
+from solvi.journal import JournalError, SQLiteJournal
 
 HERE = Path(__file__).resolve().parent
 STATE = {"claim": {"documents": ["photo", "form"], "filed": "2024-05-17"}}
@@ -302,3 +304,86 @@ def test_a_corrupt_journal_file_raises_journal_error(
     with pytest.raises(JournalError) as info:
         use()
     assert str(journal) in str(info.value), f"the error does not name the file: {info.value}"
+
+
+@pytest.fixture(scope="module")
+def log_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A journal whose owner is gone with its commit log never applied: one finished
+    request and two left mid-request, all only in the log (a copy of the files taken
+    while the owner lived holds no lock, as after its death)."""
+    where = tmp_path_factory.mktemp("live")
+    journal = SQLiteJournal(where / "j.db")
+    journal.writer.delay = 3600.0
+    system = build(journal)
+    system.ask(STATE, request_id="done")
+    for request_id in ("victim", "bystander"):
+        CRASH.add("points")
+        try:
+            with pytest.raises(Crash):
+                system.ask(STATE, request_id=request_id)
+        finally:
+            CRASH.clear()
+    copy = tmp_path_factory.mktemp("log_template") / "files"
+    shutil.copytree(where, copy)
+    system.close()
+    return copy / "j.db"
+
+
+def _victim_log(journal: Path) -> tuple[Path, list[bytes]]:
+    (log,) = Path(f"{journal}.owners").glob("*.jlog")
+    return log, log.read_bytes().rstrip(b"\0").splitlines(keepends=True)
+
+
+def _forged(head: bytes) -> bytes:
+    """A record with a digest that fits: what anyone who can write the file can make."""
+    return head + b"\t" + hashlib.blake2b(head, digest_size=16).hexdigest().encode() + b"\n"
+
+
+def _plant_in_log(journal: Path, placement: str, payload: bytes) -> str | None:
+    """Put the pickle into the victim's part of the log; the request the journal must
+    still account for (None when the planted bytes leave nothing to name it by)."""
+    log, records = _victim_log(journal)
+    text = base64.b64encode(payload).decode()
+    (k,) = [i for i, r in enumerate(records) if b'"victim"' in r and b'"v"' in r][-1:]
+    head = records[k].rsplit(b"\t", 1)[0]
+    if placement == "the whole file":
+        log.write_bytes(payload)
+        return None
+    if placement == "a line of its own":
+        records.insert(k, payload.replace(b"\n", b"") + b"\n")
+    elif placement == "a value, digest forged":
+        ids, items = json.loads(head)
+        items[0][5] = text
+        records[k] = _forged(json.dumps([ids, items]).encode())
+    elif placement == "a value as raw bytes, digest forged":
+        records[k] = _forged(head.replace(b'"v",0,', b'"v",0,' + payload.hex().encode() + b","))
+    elif placement == "the ids, digest forged":
+        records[k] = _forged(head.replace(b'["victim"]', json.dumps([text]).encode(), 1))
+    log.write_bytes(b"".join(records))
+    return "victim"
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [
+        "the whole file",
+        "a line of its own",
+        "a value, digest forged",
+        "a value as raw bytes, digest forged",
+        "the ids, digest forged",
+    ],
+)
+def test_a_pickle_in_a_commit_log_runs_nothing(
+    log_template: Path, tmp_path: Path, placement: str
+) -> None:
+    """A pickle planted in a dead owner's commit log runs nothing, whether or not its
+    digest was forged; the request it damages is listed, counted as damaged or
+    refused, never dropped, and the untouched one is listed."""
+    marker = tmp_path / "ran.marker"
+    payload = _payload(marker)
+    journal = _copy(log_template, tmp_path / "case")
+    victim = _plant_in_log(journal, placement, payload)
+    v = Verdicts()
+    _exercise(placement, journal, marker, victim, victim is not None, v)
+    print("\n".join(v.seen))
+    assert not v.broken, v.report()

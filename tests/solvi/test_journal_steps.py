@@ -12,6 +12,7 @@ import anyio.lowlevel
 import pytest
 
 from solvi import Catalog, System
+from solvi._db import journal_log
 from solvi.journal import SQLiteJournal
 
 
@@ -83,22 +84,49 @@ def test_each_failure_is_recorded_alike_by_ask_and_aask(tmp_path: Path) -> None:
         system.close()
 
 
+def _starts_a(statements: Any) -> bool:
+    return any(params[1:4:2] == ("started", "a") for _, params in statements if len(params) > 3)
+
+
 class FailsOnce(SQLiteJournal):
-    """A journal that cannot commit the started entry of part `a` (a full disk, say)."""
+    """A journal that cannot commit the started entry of part `a` (a full disk, say):
+    neither in its log (NORMAL) nor in the database (FULL)."""
 
     failed = False
 
-    def _write(self, units: list[tuple[Any, ...]]) -> None:
-        rows = [item[1] for unit in units for item in unit if type(item) is tuple]
-        if any(r[1:4:2] == ("started", "a") for r in rows if len(r) > 3):
+    def __init__(self, path: Path, synchronous: str) -> None:
+        super().__init__(path, synchronous=synchronous)
+        log = self._log
+        if log is None:
+            return
+        append = log.append
+
+        def append_unless_a(record: bytes) -> tuple[int, int, int]:
+            (parsed,), _ = journal_log.parse(record)
+            if _starts_a(parsed.statements or ()):
+                self.failed = True
+                msg = "disk full"
+                raise OSError(msg)
+            return append(record)
+
+        log.append = append_unless_a  # type: ignore[method-assign]  # the fault injected
+
+    def _write(self, units: list[Any]) -> None:
+        items = [item for unit in units for item in getattr(unit, "unit", ())]
+        if _starts_a(item for item in items if type(item) is tuple):
             self.failed = True
             msg = "disk full"
             raise OSError(msg)
         super()._write(units)
 
 
+@pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])
 @pytest.mark.parametrize("how", ["ask", "aask"])
-def test_a_step_whose_start_cannot_be_written_does_not_run(tmp_path: Path, how: str) -> None:
+def test_a_step_whose_start_cannot_be_written_does_not_run(
+    tmp_path: Path, how: str, synchronous: str
+) -> None:
+    """A start that cannot be written (to the log or the database) keeps its call from
+    running; its step fails with the reason, the others run, the journal says so."""
     calls: list[str] = []
     cat = Catalog("unwritable")
 
@@ -120,7 +148,8 @@ def test_a_step_whose_start_cannot_be_written_does_not_run(tmp_path: Path, how: 
     def uses_b(b: int) -> int:
         return b
 
-    system = System(cat, journal=FailsOnce(tmp_path / "j.db"))
+    journal = FailsOnce(tmp_path / "j.db", synchronous)
+    system = System(cat, journal=journal)
     try:
         if how == "ask":
             response = system.ask({"x": 1}, request_id="r")
@@ -129,11 +158,16 @@ def test_a_step_whose_start_cannot_be_written_does_not_run(tmp_path: Path, how: 
         settled = {e.part: e for e in system.journal.load("r").entries if e.kind == "settled"}
     finally:
         system.close()
+    assert journal.failed
     assert "a" not in calls
     (safeguard,) = response.safeguards
+    reason = "OSError: disk full"
+    if synchronous == "NORMAL":
+        owners = tmp_path / "j.db.owners"
+        reason = f"JournalError: cannot append to the journal's commit log in {owners}: disk full"
     assert (safeguard.part, safeguard.message) == (
         "a",
-        "journal could not record the start: OSError: disk full",
+        f"journal could not record the start: {reason}",
     )
     assert response["uses_a"].value is None
     assert response["uses_b"].value == 0
