@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import importlib.util
 import json
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, MutableMapping
 from pathlib import Path
 from types import ModuleType
@@ -27,6 +24,7 @@ from flows.serve_app import LOANS, make_system
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
+from serving import free_port, in_process_client, serve_command, served
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -39,8 +37,7 @@ EXAMPLE = ROOT / "examples" / "starlette_app.py"
 JSON = {"content-type": "application/json"}
 
 
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://solvi.test")
+_client = in_process_client
 
 
 @pytest.fixture
@@ -615,54 +612,13 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
 # -- a real uvicorn process on loopback -----------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """`solvi serve tests/solvi/flows/serve_app.py:system` in its own process, on loopback."""
-    port = _free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from solvi.cli import main; sys.exit(main(sys.argv[1:]))",
-        "serve",
-        f"{SERVE_APP.relative_to(ROOT)}:system",
-        "--port",
-        str(port),
-        "--max-body",
-        "2000",
-    ]
-    process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 10
-        with httpx.Client(trust_env=False, timeout=1) as http:
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(f"solvi serve exited with {process.returncode}: {process.stderr}")
-                with contextlib.suppress(httpx.TransportError):
-                    if http.get(f"{base}/healthz").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    pytest.fail("solvi serve did not answer /healthz within 10 s")
-                time.sleep(0.05)
+    port = free_port()
+    target = f"{SERVE_APP.relative_to(ROOT)}:system"
+    with served(serve_command(target, port, "--max-body", "2000"), port) as base:
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def test_real_server_answers_like_ask(server: str) -> None:

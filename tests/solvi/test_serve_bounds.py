@@ -4,12 +4,9 @@ and read deadlines for headers and bodies (checked on a real uvicorn over a sock
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import select
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, MutableMapping
 from pathlib import Path
@@ -20,6 +17,7 @@ import httpx
 import pytest
 import pytest_asyncio
 from flows.serve_app import LOANS, make_system
+from serving import free_port, in_process_client, serve_command, served
 
 from solvi.serve import add_serve_command, asgi
 
@@ -33,8 +31,7 @@ INFINITE = (
 )
 
 
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://solvi.test")
+_client = in_process_client
 
 
 @pytest_asyncio.fixture
@@ -268,53 +265,14 @@ def test_serve_command_takes_the_limits(capsys: pytest.CaptureFixture[str]) -> N
 # -- a real uvicorn: header deadlines over a socket ---------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, int]]:
     """`solvi serve` on loopback with a 1 s read timeout, 5 keys at most, overrides allowed."""
-    port = _free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "solvi.serve",
-        f"{SERVE_APP.relative_to(ROOT)}:system",
-        "--port",
-        str(port),
-        "--read-timeout",
-        "1",
-        "--max-keys",
-        "5",
-        "--allow-overrides",
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 10
-        with httpx.Client(trust_env=False, timeout=1) as http:
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(f"solvi serve exited with {process.returncode}")
-                with contextlib.suppress(httpx.TransportError):
-                    if http.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    pytest.fail("solvi serve did not answer /healthz within 10 s")
-                time.sleep(0.05)
+    port = free_port()
+    options = ("--read-timeout", "1", "--max-keys", "5", "--allow-overrides")
+    target = f"{SERVE_APP.relative_to(ROOT)}:system"
+    with served(serve_command(target, port, *options), port):
         yield "127.0.0.1", port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def _exchange(address: tuple[str, int], *sends: bytes, pause: float = 0.0) -> tuple[bytes, float]:

@@ -7,11 +7,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
 import random
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +15,8 @@ from types import ModuleType
 
 import httpx
 import pytest
+import serving
+from serving import free_port, serve_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 200
@@ -68,13 +66,6 @@ def system():
 '''
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 def _load(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("disconnects_app", path)
     assert spec is not None
@@ -91,44 +82,19 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, ModuleType]]:
     app = tmp_path / "disconnects_app.py"
     app.write_text(APP)
     journal = tmp_path / "served.journal"
-    port = _free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from solvi.cli import main; sys.exit(main(sys.argv[1:]))",
-        "serve",
-        f"{app}:system",
-        "--port",
-        str(port),
-    ]
-    log = (tmp_path / "server.log").open("w")
-    env = {**os.environ, JOURNAL_VARIABLE: str(journal)}
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        with httpx.Client(trust_env=False, timeout=1) as http:
-            while True:
-                if process.poll() is not None:
-                    pytest.fail(
-                        f"solvi serve exited with {process.returncode}: "
-                        f"{(tmp_path / 'server.log').read_text()[-2000:]}"
-                    )
-                with contextlib.suppress(httpx.TransportError):
-                    if http.get(f"{base}/healthz").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    pytest.fail("solvi serve did not answer /healthz within 20 s")
-                time.sleep(0.05)
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with (
+        log_path.open("w") as log,
+        serving.served(
+            serve_command(f"{app}:system", port),
+            port,
+            output=log,
+            env={JOURNAL_VARIABLE: str(journal)},
+            wait=20,
+        ) as base,
+    ):
         yield base, journal, _load(app)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 def _request(port: int, body: bytes) -> bytes:

@@ -15,6 +15,7 @@ from anyio.from_thread import start_blocking_portal
 from flows.serve_app import LOANS, make_system
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from serving import in_process_client
 
 from solvi import Catalog, Question, System
 from solvi.serve import asgi, load_system
@@ -33,8 +34,7 @@ TAIL = (
 )
 
 
-def _client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://solvi.test")
+_client = in_process_client
 
 
 @pytest_asyncio.fixture
