@@ -27,11 +27,11 @@ escapes that have joined a region of its player.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget
 
-__all__ = ["solve_tangles"]
+__all__ = ["SOLVED", "TangleSolver", "solve_tangles"]
 
 SOLVED = sys.maxsize
 """``where`` of a solved vertex: above every region number, so never free."""
@@ -54,11 +54,29 @@ def solve_tangles(
     Raises:
         ParityUnsolved: when the budget is spent.
     """
-    return _Solver(successors, predecessors, owner, priority, budget, vertices).run()
+    solver = TangleSolver(successors, predecessors, owner, priority, budget, vertices)
+    for _ in solver.steps():
+        pass
+    return solver.answer()
 
 
-class _Solver:
-    """The state of one solve: regions of the current pass, strategies and the tangles."""
+class _Region:
+    """A region of the current pass: its number, the cursor it started at, its player."""
+
+    __slots__ = ("cursor", "members", "number", "player")
+
+    def __init__(self, number: int, cursor: int, player: int) -> None:
+        self.number = number
+        self.cursor = cursor
+        self.player = player
+        self.members: list[int] = []
+
+
+class TangleSolver:
+    """One solve, run a region at a time (``steps``) so that it can take turns with another.
+
+    It holds the regions of the current pass, the strategies and the tangles learnt.
+    """
 
     def __init__(
         self,
@@ -98,6 +116,8 @@ class _Solver:
         self.done = [0] * n
         self.flags = [0] * n
         self.attached: list[list[int]] = [[] for _ in range(n)]
+        self.region_top = [0]
+        self.t_escapes: list[list[int]] = []
         self.t_vertices: list[list[int]] = []
         self.t_moves: list[list[int]] = []
         self.t_priority: list[int] = []
@@ -105,8 +125,8 @@ class _Solver:
         self.t_count: list[int] = []
         self.t_stamp: list[int] = []
 
-    def run(self) -> tuple[list[int], list[int]]:
-        """Run passes until every vertex is solved.
+    def steps(self) -> Iterator[None]:
+        """Run passes until every vertex is solved, pausing before each region.
 
         Solved vertices are dropped from the sorted list once they are half of it, and each
         pass starts after the solved ones at its head, so a game solved one top dominion at
@@ -122,11 +142,18 @@ class _Solver:
             while where[order[k]] == SOLVED:
                 k += 1
             self.start = k
-            self.search()
+            yield from self.search()
+
+    def answer(self) -> tuple[list[int], list[int]]:
+        """``(winner, strategy)`` once ``steps`` has run out."""
         return self.winner, self.strategy
 
-    def search(self) -> None:
-        """One pass: regions from the top until a dominion is solved or the game is covered."""
+    def search(self) -> Iterator[None]:
+        """One pass: regions from the top until a dominion is solved or the game is covered.
+
+        When the bottom is reached, the pass resumes where the tangles it learnt first make a
+        difference instead of starting again from the top (see ``resume``).
+        """
         where = self.where
         move = self.move
         owner = self.owner
@@ -134,27 +161,39 @@ class _Solver:
         predecessors = self.predecessors
         attached = self.attached
         t_priority = self.t_priority
-        t_live = self.t_live
         t_count = self.t_count
         t_stamp = self.t_stamp
         t_vertices = self.t_vertices
         t_moves = self.t_moves
+        region_top = self.region_top
         order = self.order
         end = len(order)
         base = self.region + 1
+        epoch = base
         free = self.live[:]
         first = [True, True]
+        regions: list[_Region] = []
+        learnt = len(t_priority)
         k = self.start
         while True:
+            yield
             while k < end and where[order[k]] >= base:
                 k += 1
             if k == end:
-                return
+                if len(t_priority) == learnt:
+                    return
+                k = self.resume(regions, learnt, base, free, first)
+                epoch = self.region + 1
+                learnt = len(t_priority)
+                continue
             self.region += 1
             cur = self.region
             top = self.priority[order[k]]
             player = top & 1
-            members: list[int] = []
+            region_top.append(top)
+            record = _Region(cur, k, player)
+            regions.append(record)
+            members = record.members
             heads: list[int] = []
             work = 0
             while k < end:
@@ -191,9 +230,9 @@ class _Solver:
                         tp = t_priority[t]
                         if tp < 0 or tp > top or tp & 1 != player:
                             continue
-                        if t_stamp[t] != base:
-                            t_stamp[t] = base
-                            left = t_live[t] - 1
+                        if t_stamp[t] != epoch:
+                            t_stamp[t] = epoch
+                            left = self.open_escapes(t, base, epoch) - 1
                         else:
                             left = t_count[t] - 1
                         t_count[t] = left
@@ -225,6 +264,72 @@ class _Solver:
                     self.solve_dominion(dominion, player)
                     return
             first[player] = False
+
+    def open_escapes(self, t: int, base: int, epoch: int) -> int:
+        """How many unsolved escapes of tangle ``t`` are not yet in a region that counts.
+
+        Regions numbered from ``base`` up to ``epoch`` were kept from before the pass
+        resumed; an escape in one of them of the tangle's player and priority at least the
+        tangle's already counts. Any later region counted it when it took the escape.
+        """
+        if epoch == base:
+            return self.t_live[t]
+        where = self.where
+        region_top = self.region_top
+        tp = self.t_priority[t]
+        left = 0
+        for x in self.t_escapes[t]:
+            at = where[x]
+            if at == SOLVED:
+                continue
+            if base <= at < epoch:
+                above = region_top[at]
+                if above >= tp and above & 1 == tp & 1:
+                    continue
+            left += 1
+        self.budget.charge(len(self.t_escapes[t]))
+        return left
+
+    def resume(
+        self,
+        regions: list[_Region],
+        learnt: int,
+        base: int,
+        free: list[int],
+        first: list[bool],
+    ) -> int:
+        """Undo the regions from the first one a newly learnt tangle joins; return its cursor.
+
+        A new tangle escapes only to higher regions of its player, so the next pass would
+        rebuild every region above the one that took its last escape exactly as it was, and
+        the tangle joins that one. The regions from there down are undone, the counts of
+        their vertices' free successors redone, and the pass goes on from there.
+        """
+        where = self.where
+        successors = self.successors
+        t_escapes = self.t_escapes
+        target = min(max(where[x] for x in t_escapes[t]) for t in range(learnt, len(t_escapes)))
+        keep = 0
+        while regions[keep].number < target:
+            keep += 1
+        undone: list[int] = []
+        for record in regions[keep:]:
+            undone.extend(record.members)
+        cursor = regions[keep].cursor
+        del regions[keep:]
+        for v in undone:
+            where[v] = -1
+        for v in undone:
+            left = 0
+            for x in successors[v]:
+                if where[x] < base:
+                    left += 1
+            free[v] = left
+        first[0] = first[1] = True
+        for record in regions:
+            first[record.player] = False
+        self.budget.charge(len(undone) + sum(map(len, map(successors.__getitem__, undone))))
+        return cursor
 
     def closed(self, heads: list[int], cur: int, base: int, player: int) -> bool:
         """Whether the opponent cannot leave the region downwards; picks the heads' moves.
@@ -360,6 +465,7 @@ class _Solver:
             return
         t = len(self.t_priority)
         self.t_vertices.append(component)
+        self.t_escapes.append(escapes)
         self.t_moves.append([self.move[v] if owner[v] == player else -1 for v in component])
         self.t_priority.append(top)
         self.t_live.append(len(escapes))

@@ -10,7 +10,8 @@ Two well-known refinements of the recursion, both of which keep its answer:
   nothing, the favoured player wins everything but the opponent's region, with no second
   solve; only when it gains something is the remainder solved afresh (as in Oink's Zielonka).
 
-A vertex's ``state`` is ``-1`` while it is free (in the subgame being solved) and
+A vertex's ``state`` is ``-1`` while it is free (in the subgame being solved), ``-2`` when it
+is left out, and
 ``2 * level + winner`` once a level has taken it, levels being numbered in the order they
 start. Every vertex outside a level's subgame was taken by an earlier level, so "inside the
 subgame of level ``r``" is ``state >= 2 * r``. The free vertices are found by scanning a list
@@ -20,11 +21,14 @@ successors down.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget, Rope, concat, flatten
 
-__all__ = ["solve_zielonka_fast"]
+__all__ = ["ZielonkaSolver", "solve_zielonka_fast"]
+
+ABSENT = -2
+"""``state`` of a vertex left out of the solve: neither free nor inside any level's subgame."""
 
 
 class _Level:
@@ -50,19 +54,28 @@ def solve_zielonka_fast(
     priority: Sequence[int],
     *,
     budget: Budget,
+    vertices: Sequence[int] | None = None,
 ) -> tuple[list[int], list[int]]:
     """Return ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where the owner loses.
 
-    ``priority`` may have gaps. Every vertex needs a successor.
+    ``priority`` may have gaps. With ``vertices`` only those are solved (a subgame: each has
+    a successor among them; the answer elsewhere is meaningless), and the others are skipped
+    where they appear as predecessors.
 
     Raises:
         ParityUnsolved: when the budget is spent.
     """
-    return _Solver(successors, predecessors, owner, priority, budget).run()
+    solver = ZielonkaSolver(successors, predecessors, owner, priority, budget, vertices)
+    for _ in solver.steps():
+        pass
+    return solver.answer()
 
 
-class _Solver:
-    """The state of one solve; the methods bind what they use to locals for speed."""
+class ZielonkaSolver:
+    """One solve, run a step at a time (``steps``) so that it can take turns with another.
+
+    The methods bind what they use to locals for speed.
+    """
 
     def __init__(
         self,
@@ -71,6 +84,7 @@ class _Solver:
         owner: Sequence[int],
         priority: Sequence[int],
         budget: Budget,
+        vertices: Sequence[int] | None,
     ) -> None:
         n = len(priority)
         self.successors = successors
@@ -78,25 +92,34 @@ class _Solver:
         self.owner = owner
         self.parity = [p & 1 for p in priority]
         self.budget = budget
-        self.order = sorted(range(n), key=priority.__getitem__, reverse=True)
-        self.position = [0] * n
-        for i, v in enumerate(self.order):
-            self.position[v] = i
-        self.state = [-1] * n
-        self.free = [len(out) for out in successors]
+        every = range(n) if vertices is None else vertices
+        order = sorted(every, key=priority.__getitem__, reverse=True)
+        position = [0] * n
+        for i, v in enumerate(order):
+            position[v] = i
+        state = [-1] * n
+        if vertices is not None:
+            state = [ABSENT] * n
+            for v in order:
+                state[v] = -1
+        self.order = order
+        self.position = position
+        self.state = state
+        self.free = list(map(len, successors))
+        self.indegree = list(map(len, predecessors))
         self.mark = [0] * n
         self.counted = [0] * n
         self.count = [0] * n
         self.strategy = [-1] * n
         self.stamp = 0
 
-    def run(self) -> tuple[list[int], list[int]]:
-        """Run the recursion on an explicit stack and read the answer off the states."""
-        state = self.state
+    def steps(self) -> Iterator[None]:
+        """Run the recursion on an explicit stack, pausing before each step of a level."""
         stack = [_Level(0, self.order, 0)]
         next_id = 1
         result: tuple[Rope, Rope] = (None, None)
         while stack:
+            yield
             level = stack[-1]
             if level.phase == 0:
                 if not self.attract_top(level):
@@ -130,7 +153,10 @@ class _Solver:
             else:
                 result = (result[0], concat(level.lost, result[1]))
             stack.pop()
-        winner = [s & 1 for s in state]
+
+    def answer(self) -> tuple[list[int], list[int]]:
+        """Read ``(winner, strategy)`` off the states once ``steps`` has run out."""
+        winner = [s & 1 for s in self.state]
         strategy = self.strategy
         owner = self.owner
         for v, side in enumerate(winner):
@@ -172,7 +198,7 @@ class _Solver:
             queue = [v]
             for w in queue:
                 for u in predecessors[w]:
-                    if state[u] >= 0:
+                    if state[u] != -1:
                         continue
                     left = free[u] - 1
                     free[u] = left
@@ -185,7 +211,7 @@ class _Solver:
         level.cursor = k
         level.pulled = out
         level.heads = heads
-        self.budget.charge(len(out) + sum(map(len, map(predecessors.__getitem__, out))))
+        self.budget.charge(len(out) + sum(map(self.indegree.__getitem__, out)))
         return True
 
     def attract_losing(self, level: _Level) -> list[int]:

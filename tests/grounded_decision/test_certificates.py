@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gd_strategies import brute_even_wins, games
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from grounded_decision.statechart import (
@@ -50,7 +50,7 @@ def test_an_accepted_mutation_still_gives_the_true_regions(
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(game=games(two_player=True, max_priority=5), data=st.data())
 def test_a_pick_moved_into_the_other_region_is_rejected(
     algorithm: str, game: GameGraph, data: st.DataObject
