@@ -5,14 +5,17 @@ Sections, in the order they print:
 1. Growth: ``even_wins`` and Karp on random games of growing size, with brute force where
    it finishes; per size, the time of each solver and the growth rate (the slope of log
    time against log size between rows: 1 means linear, 2 quadratic).
-2. Parity at scale: the new solvers (iterative Zielonka, priority promotion, ``auto``)
+2. Parity at scale: the solvers (Zielonka, priority promotion, tangle learning, ``auto``)
    against the previous recursive Zielonka (kept here as the reference), on random games
    (out-degree 1-2, as many priorities as vertices) and on crafted families (the "core"
    counter of Benerecetti et al., a ladder, a Jurdzinski-style layered game, two binary
-   counters). Every solution is checked with the certificate checker (as ``--verify``
-   does). When the ``OINK`` environment variable names a locally built Oink binary, each
-   game is also written to a temporary PGSolver file and timed with Oink (process wall
-   time, parsing included); ratios are printed. Oink is never downloaded or shipped.
+   counters), plus any PGSolver files given with ``--extra``. Every solution is checked
+   with the certificate checker (as ``--verify`` does). When the ``OINK`` environment
+   variable names a locally built Oink binary, each game is also written to a temporary
+   PGSolver file and solved by Oink, whose own "total solving time" is read; ratios are
+   printed. Oink is never downloaded or shipped.
+3. ``--section scan`` (needs ``OINK``): each crafted family grown until Oink's Zielonka
+   needs a second, with ``auto`` timed at every size.
 
 ``--quick`` runs small sizes only and finishes in well under 30 s.
 """
@@ -42,6 +45,7 @@ from grounded_decision.statechart import (
     check_certificate,
     even_wins,
     max_mean_payoff,
+    read_pgsolver,
     read_solution,
     solve_parity,
     write_pgsolver,
@@ -495,35 +499,51 @@ def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
     return cases + crafted
 
 
-def parity_section(*, quick: bool, seed: int, old_timeout: float) -> int:
+SOLVERS = ("zielonka", "promotion", "tl", "auto")
+"""The algorithms timed in section 2, in column order."""
+
+
+def _solve_all(
+    game: GameGraph, timeout: float
+) -> tuple[dict[str, float | None], set[tuple[int, ...]], bool]:
+    """Time every solver of ``SOLVERS`` once; return times, the winners seen, all verified."""
+    times: dict[str, float | None] = {}
+    winners = set()
+    verified = True
+    for algorithm in SOLVERS:
+        budget = Limits(None, None, None, parity_seconds=timeout)
+        started = time.perf_counter()
+        try:
+            solution = solve_parity(game, budget, algorithm=algorithm)
+        except ParityUnsolved:  # a spent time budget is a row entry, not a failure
+            times[algorithm] = None
+            continue
+        times[algorithm] = time.perf_counter() - started
+        winners.add(solution.winner)
+        verified = verified and check_certificate(game, solution.winner, solution.strategy).valid
+    return times, winners, verified
+
+
+def parity_section(
+    *, quick: bool, seed: int, old_timeout: float, extra: list[str] | None = None
+) -> int:
     """Section 2: new solvers against the previous Zielonka (and Oink if OINK is set)."""
     oink = os.environ.get("OINK")
     print("== parity at scale: seconds per solve; 'old' is the previous recursive Zielonka")
     header = (
-        f"{'game':22} {'vertices':>8} {'zielonka':>9} {'promotion':>9} {'auto':>9}"
+        f"{'game':22} {'vertices':>8} {'zielonka':>9} {'promotion':>9} {'tl':>9} {'auto':>9}"
         f" {'old':>9} {'old/auto':>8} {'verify':>7}"
     )
     if oink:
         header += f" {'oink best':>9} {'by':>5} {'oink zlk':>9} {'auto/best':>9} {'auto/zlk':>8}"
     print(header)
     print("-" * len(header))
-    for label, game, run_old in parity_cases(quick, seed):
-        times: dict[str, float | None] = {}
-        winners = set()
-        verified = True
-        for algorithm in ("zielonka", "promotion", "auto"):
-            budget = Limits(None, None, None, parity_seconds=old_timeout)
-            started = time.perf_counter()
-            try:
-                solution = solve_parity(game, budget, algorithm=algorithm)
-            except ParityUnsolved:  # a spent time budget is a row entry, not a failure
-                times[algorithm] = None
-                continue
-            times[algorithm] = time.perf_counter() - started
-            winners.add(solution.winner)
-            verified = (
-                verified and check_certificate(game, solution.winner, solution.strategy).valid
-            )
+    cases = parity_cases(quick, seed)
+    for path in extra or []:
+        game = read_pgsolver(Path(path).read_text(encoding="utf-8"))
+        cases.append((Path(path).stem[:22], game, False))
+    for label, game, run_old in cases:
+        times, winners, verified = _solve_all(game, old_timeout)
         old_time: float | None = None
         if run_old:
             old_time, old_winner = _run_old(game, old_timeout)
@@ -534,11 +554,11 @@ def parity_section(*, quick: bool, seed: int, old_timeout: float) -> int:
             return 1
         old_cell = _cell(old_time) if run_old else f"{'skipped':>9}"
         row = (
-            f"{label:22} {len(game):8d} {_cell(times['zielonka'])} {_cell(times['promotion'])}"
-            f" {_cell(times['auto'])} {old_cell}"
-            f" {_ratio(old_time, times['auto']):>8} {'yes' if verified else 'NO':>7}"
+            f"{label:22} {len(game):8d}"
+            + "".join(f" {_cell(times[name])}" for name in SOLVERS)
+            + f" {old_cell} {_ratio(old_time, times['auto']):>8} {'yes' if verified else 'NO':>7}"
         )
-        if oink:
+        if oink and winners:
             (expected,) = winners
             best, flag = _oink_best(oink, game, old_timeout, expected)
             zlk = _run_oink(oink, game, "--zlk", old_timeout, expected)
@@ -553,6 +573,93 @@ def parity_section(*, quick: bool, seed: int, old_timeout: float) -> int:
     return 0
 
 
+def _by_half(size: int) -> int:
+    return size + max(1, size // 2)
+
+
+def _by_one(size: int) -> int:
+    return size + 1
+
+
+SCAN_FAMILIES: dict[str, tuple[Callable[[int], GameGraph], int, Callable[[int], int]]] = {
+    "ladder": (ladder, 5_000, _by_half),
+    "jurdzinski": (lambda size: jurdzinski(size, size), 40, _by_half),
+    "two_counters": (two_counters, 40, _by_half),
+    "counter_core": (counter_core, 8, _by_one),
+}
+"""Crafted families for ``--scan``: the generator of one size parameter, where to start and
+how to grow (by half for the families Oink's Zielonka solves in linear time, by one for the
+counter that makes it exponential)."""
+
+
+def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
+    """Section 3: grow each family until Oink's Zielonka needs a second, timing ``auto`` too.
+
+    A family stops at the first size where Oink's Zielonka takes a second or more (or runs
+    out of time), where its vertices and edges pass ``max_size``, or where ``auto`` runs
+    out of time. When the size cap stopped it, the last line gives, from the last two rows,
+    the size at which Oink's Zielonka would need a second if its time kept growing at the
+    same rate.
+    """
+    oink = os.environ.get("OINK")
+    if not oink:
+        print("== scan: needs OINK (a locally built Oink binary) to find Oink's 1 s sizes")
+        return 2
+    print("== scan: crafted families grown until Oink's Zielonka needs 1 s (seconds per solve)")
+    header = f"{'family':14} {'size':>7} {'vertices':>9} {'edges':>9} {'oink zlk':>9} {'auto':>9}"
+    print(header)
+    print("-" * len(header))
+    for family in families:
+        make, size, grow = SCAN_FAMILIES[family]
+        rows: list[tuple[int, float]] = []
+        while True:
+            game = make(size)
+            edges = sum(len(out) for out in game.successors)
+            if len(game) + edges > max_size:
+                print(f"{family:14} {size:7d} {len(game):9d} {edges:9d} past --max-size")
+                if len(rows) >= 2 and rows[-1][1] > rows[-2][1] > 0:
+                    (n0, t0), (n1, t1) = rows[-2], rows[-1]
+                    rate = math.log(t1 / t0) / math.log(n1 / n0)
+                    needed = n1 * (1.0 / t1) ** (1 / rate)
+                    print(
+                        f"{family:14} Oink's Zielonka grows as n^{rate:.2f} here:"
+                        f" 1 s near {needed:,.0f} vertices"
+                    )
+                break
+            auto_time, winners, _ = _solve_all_auto(game, timeout)
+            zlk = None
+            if winners:
+                (expected,) = winners
+                zlk = _run_oink(oink, game, "--zlk", timeout, expected)
+            print(
+                f"{family:14} {size:7d} {len(game):9d} {edges:9d} {_fine(zlk)} {_cell(auto_time)}",
+                flush=True,
+            )
+            if auto_time is None or zlk is None or zlk >= 1.0:
+                break
+            rows.append((len(game), zlk))
+            size = grow(size)
+    return 0
+
+
+def _solve_all_auto(
+    game: GameGraph, timeout: float
+) -> tuple[float | None, set[tuple[int, ...]], bool]:
+    """Time ``auto`` once and check its certificate."""
+    budget = Limits(None, None, None, parity_seconds=timeout)
+    started = time.perf_counter()
+    try:
+        solution = solve_parity(game, budget)
+    except ParityUnsolved:
+        return None, set(), False
+    seconds = time.perf_counter() - started
+    verified = check_certificate(game, solution.winner, solution.strategy).valid
+    if not verified:
+        msg = "certificate rejected in the scan"
+        raise RuntimeError(msg)
+    return seconds, {solution.winner}, verified
+
+
 # -- Command line -------------------------------------------------------------------------
 
 
@@ -563,12 +670,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20240611)
     parser.add_argument("--karp-max", type=int, default=10_000, help="largest size for Karp")
     parser.add_argument(
-        "--section", choices=("all", "growth", "parity"), default="all", help="which tables"
+        "--section",
+        choices=("all", "growth", "parity", "scan"),
+        default="all",
+        help="which tables ('all' is growth and parity; 'scan' needs OINK)",
     )
     parser.add_argument(
         "--old-timeout", type=float, default=60.0, help="seconds before a slow solve is cut off"
     )
+    parser.add_argument(
+        "--extra",
+        nargs="*",
+        default=[],
+        metavar="GAME.pg",
+        help="more PGSolver games for section 2 (from another generator, say)",
+    )
+    parser.add_argument(
+        "--families",
+        nargs="*",
+        default=list(SCAN_FAMILIES),
+        choices=list(SCAN_FAMILIES),
+        help="families for --section scan",
+    )
+    parser.add_argument(
+        "--max-size",
+        type=int,
+        default=4_000_000,
+        help="most vertices plus edges of a game --section scan builds",
+    )
     args = parser.parse_args(argv)
+    if args.section == "scan":
+        return scan_section(
+            families=args.families, max_size=args.max_size, timeout=args.old_timeout
+        )
     if args.section in ("all", "growth"):
         status = growth_section(quick=args.quick, seed=args.seed, karp_max=args.karp_max)
         if status:
@@ -576,7 +710,9 @@ def main(argv: list[str] | None = None) -> int:
         print()
     if args.section in ("all", "parity"):
         timeout = min(args.old_timeout, 5.0) if args.quick else args.old_timeout
-        return parity_section(quick=args.quick, seed=args.seed, old_timeout=timeout)
+        return parity_section(
+            quick=args.quick, seed=args.seed, old_timeout=timeout, extra=args.extra
+        )
     return 0
 
 
