@@ -195,7 +195,11 @@ class Told:
         self.events.append("request_finished")
 
 
-def _journal_rows(path: Path) -> tuple[int, int]:
+def _journal_rows(system: System, path: Path) -> tuple[int, int]:
+    """The journal's rows, once every commit made so far is in the database (a journal
+    that logs its commits applies them in the background)."""
+    assert system.journal is not None
+    system.journal.catch_up()
     with sqlite3.connect(path) as conn:
         requests = conn.execute("SELECT count(*) FROM journal_requests").fetchone()[0]
         entries = conn.execute("SELECT count(*) FROM journal_entries").fetchone()[0]
@@ -221,7 +225,7 @@ def test_replay_stores_journals_learns_and_tells_nothing(
         dict(system.stats),
         system.cost_book.snapshot(),
         system.order_model.to_json(),
-        _journal_rows(tmp_path / "journal.db"),
+        _journal_rows(system, tmp_path / "journal.db"),
         len(told.events),
     )
     assert system.replay("r-30").same
@@ -231,7 +235,7 @@ def test_replay_stores_journals_learns_and_tells_nothing(
         dict(system.stats),
         system.cost_book.snapshot(),
         system.order_model.to_json(),
-        _journal_rows(tmp_path / "journal.db"),
+        _journal_rows(system, tmp_path / "journal.db"),
         len(told.events),
     )
     assert after == before
