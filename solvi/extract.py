@@ -288,14 +288,11 @@ def respond(
 
 
 def _as_text(response: Response) -> TextResponse:
-    if isinstance(response, TextResponse):
-        return response
-    return TextResponse(
-        response._run,
-        response._catalog,
-        response._catalog_version,
-        request_id=response.request_id,
-    )
+    """The Response of a request made from text: `System` made it with `respond`."""
+    if not isinstance(response, TextResponse):
+        msg = "ask_text's request produced a plain Response; System must respond with respond()"
+        raise TypeError(msg)
+    return response
 
 
 # -- running the extracts -------------------------------------------------------------------
