@@ -37,6 +37,7 @@ from solvi._run.sync import run_sequential
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.flow import Flow
 from solvi.flow_cache import FlowCache
+from solvi.inputs import as_state
 from solvi.mistakes import SolviWarning
 from solvi.order import (
     CheckpointError,
@@ -156,12 +157,12 @@ def facts_for(system: System, states: Iterable[Mapping[str, Any]]) -> FactsTable
     ms: list[dict[str, float]] = []
     seen: dict[str, None] = {}
     for given in states:
-        state = system._as_state(given)
+        state = as_state(given)
         keys = frozenset(state)
         program = programs.get(keys)
         if program is None:
             system.guard.check(keys)
-            flow = base.plan(system._parts, system.questions, keys)
+            flow = base.plan(system.catalog.parts, system.questions, keys)
             program = programs[keys] = compile_flow(flow)
         run = Run(
             program,
@@ -205,7 +206,7 @@ def _ruleless(system: System, name: str) -> Question:
     question = system.questions[names.index(name)]
     rule = question.rule
     if rule is None and question.uses is None:
-        part = next((p for p in system._parts if p.name == name), None)
+        part = next((p for p in system.catalog.parts if p.name == name), None)
         rule = name if part is not None and part.kind == "rule" else None
     if rule is not None:
         msg = (
@@ -293,7 +294,7 @@ class _Costs:
 
     def _plan(self, keys: frozenset[str], heads: Mapping[str, Head]) -> Flow:
         return ModelStrategist(heads.values(), self._base).plan(
-            self._system._parts, self._system.questions, keys
+            self._system.catalog.parts, self._system.questions, keys
         )
 
 
@@ -486,7 +487,7 @@ def _problem(system: System, head: Head) -> str | None:
         _ruleless(system, head.question)
     except PlanError:
         return f"head {head.question!r} answers a question that has a rule in this System"
-    known = {p.provides for p in system._parts} | set(system.catalog.inputs)
+    known = {p.provides for p in system.catalog.parts} | set(system.catalog.inputs)
     unknown = [f for f in head.facts if f not in known]
     if unknown:
         return f"head {head.question!r} reads {', '.join(unknown)}, which the catalog lacks"
@@ -548,7 +549,7 @@ def _install(system: System, heads: Mapping[str, Head]) -> None:
     strategist = ModelStrategist(heads.values(), _base(system), catalog=system.name)
     system.settings = attrs.evolve(system.settings, strategist=strategist)
     system._flows = FlowCache(
-        system._parts, system.questions, strategist, system.guard, system.settings.max_flows
+        system.catalog.parts, system.questions, strategist, system.guard, system.settings.max_flows
     )
     version = system.catalog.version
     if heads:

@@ -27,6 +27,7 @@ from solvi._run.sync import Caller, Outcome, call_here, run_node
 from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
+from solvi.inputs import as_state
 from solvi.record import canonical_json
 from solvi.strategy import Price, Prices
 
@@ -311,7 +312,7 @@ def replay(
 def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, ...]]:
     """Run the record's request through `system`'s flow: no journal, store, learning or
     hooks. Returns the finished run and the steps that took their recorded outcome."""
-    state = system._as_state(record["input"])
+    state = as_state(record["input"])
     program, prices = _program(system, state, record)
     run = Run(
         program,
