@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from solvi._db.exact import encode as encode_exact
-from solvi._db.journal_base import ANSWERED, NO_EXACT, Item, statements_of
+from solvi._db.journal_base import ANSWERED, NO_EXACT, Item, rows_of
 from solvi._db.store_plans import PlanStore
 from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
@@ -73,7 +73,7 @@ class Recovery:
 
 class JournalWriter:
     """One request's journal entries, handed to the journal as items (see
-    `solvi._db.journal_base.statements_of`).
+    `solvi._db.journal_base.rows_of`).
 
     A started entry goes out at once, together with everything the request
     recorded before it (its open entry, the settled entries of the steps it
@@ -150,32 +150,24 @@ class JournalWriter:
     async def astart(self, step: int, part: str) -> None:
         """`start` on an event loop: the loop awaits the writer thread's commit (with a
         journal that logs its commits, there is nothing to await)."""
-        if self.opened is None:
-            # The open entry is logged with what is pending, or committed already.
-            ticket, carried = self._submit_start(step, part)
-            if ticket.done:
-                if ticket.error is not None:
-                    self._put_back(carried)
-                    raise ticket.error
-                return
-        else:
-            ticket, carried = await self._start_after_open(step, part)
-        try:
-            await ticket.wait_async()
-        except BaseException:
-            if ticket.done and ticket.error is not None:
-                self._put_back(carried)
-            raise
-        self._check_opened()
-
-    async def _start_after_open(self, step: int, part: str) -> tuple[Ticket, list[Item]]:
-        """Submit a start once the open entry's commit allows it (see `_open_pending`)."""
-        opened = self._open_pending()
-        if opened is not None:
+        opened = self.opened
+        if opened is not None and not opened.done and self.journal.logs_commits:
             with contextlib.suppress(Exception):
-                await opened.wait_async()
+                await opened.wait_async()  # see `_open_pending`
             self._check_opened()
-        return self._submit_start(step, part)
+        ticket, carried = self._submit_start(step, part)
+        if not ticket.done:
+            try:
+                await ticket.wait_async()
+            except BaseException:
+                if ticket.done and ticket.error is not None:
+                    self._put_back(carried)
+                raise
+        elif ticket.error is not None:
+            self._put_back(carried)
+            raise ticket.error
+        if opened is not None:
+            self._check_opened()
 
     def _check_opened(self) -> None:
         """Raise when the request's open entry failed: a call it would start has no
@@ -214,7 +206,7 @@ class JournalWriter:
         direct = save is not None or self._open_pending() is not None
         if not direct:
             return self.journal.log(self.request_id, items) if items else done_ticket()
-        statements = statements_of([self.request_id], items) or []
+        statements = rows_of(self.request_id, items)
         unit = (*([] if save is None else [save]), *statements)
         return self.journal.submit(unit, direct=True) if unit else done_ticket()
 

@@ -18,7 +18,7 @@ from typing import Any
 import flow
 from scenarios import BY_NAME, Trigger
 
-from solvi._db.journal_base import Item, Unit, statements_of
+from solvi._db.journal_base import Item, Unit, rows_of
 from solvi._db.writer import Ticket
 from solvi.journal import (
     CLOSE_REQUEST,
@@ -137,7 +137,7 @@ class Tracing(Journal):
     def log(self, request_id: str, items: list[Item]) -> Ticket:
         if not self.logs_commits:  # the items become statements, and go through submit
             return super().log(request_id, items)
-        unit = tuple(statements_of([request_id], items) or ())
+        unit = tuple(rows_of(request_id, items))
         self._points(unit, "pre")
         ticket = super().log(request_id, items)
         ticket.wait()

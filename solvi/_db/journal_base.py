@@ -52,6 +52,7 @@ __all__ = [
     "entry_row",
     "input_hash",
     "items_of",
+    "rows_of",
     "statements_of",
 ]
 
@@ -277,7 +278,8 @@ class EntryRows:
 # ``["e", *the ten parameters of any entry row]``; ``index`` is the request's place in
 # the list of ids the items come with. A SQLite journal's log keeps items as they
 # are (they are JSON already, with no checksum to work out on the committing
-# thread); `statements_of` turns them into the statements of the tables.
+# thread); `rows_of` turns a request's own items into the statements of the tables,
+# `statements_of` items read back from a log (checking each).
 
 Item = list[Any]
 Statement = tuple[str, tuple[Any, ...]]
@@ -315,6 +317,23 @@ def items_of(statements: Iterable[Any]) -> tuple[list[str], list[Item]] | None:
     return list(ids), items
 
 
+def rows_of(request_id: str, items: Iterable[Item]) -> list[Statement]:
+    """One request's items, as its `JournalWriter` makes them, as statements (with
+    the entry checksums); nothing is checked: see `statements_of` for items read
+    back from a log."""
+    maker = EntryRows(request_id)
+    out: list[Statement] = []
+    for item in items:
+        tag = item[0]
+        if tag == "s":
+            out.append((INSERT_ENTRY, maker.started(item[2], item[3], item[4])))
+        elif tag == "v":
+            out.append((INSERT_ENTRY, maker.settled(*item[2:])))
+        else:
+            out.append((_SQL_OF_TAG[tag], tuple(item[1:])))
+    return out
+
+
 def statements_of(ids: Sequence[Any], items: Sequence[Any]) -> list[Statement] | None:
     """Items as the statements they stand for, entry checksums worked out; None when
     one is not an item a journal writes (a damaged or planted record)."""
@@ -326,10 +345,14 @@ def statements_of(ids: Sequence[Any], items: Sequence[Any]) -> list[Statement] |
         if type(item) is not list or not item or item[0] not in _ARITY:
             return None
         tag, params = item[0], tuple(item[1:])
-        if len(params) != _ARITY[tag] or any(type(p) not in _SCALARS for p in params):
+        if len(params) != _ARITY[tag]:
             return None
-        if any(params[i] is None for i in _REQUIRED[tag]):
-            return None
+        for param in params:
+            if type(param) not in _SCALARS:
+                return None
+        for required in _REQUIRED[tag]:
+            if params[required] is None:
+                return None
         if tag == "s" or tag == "v":
             at = params[0]
             if type(at) is not int or not 0 <= at < len(ids) or type(ids[at]) is not str:
@@ -339,12 +362,9 @@ def statements_of(ids: Sequence[Any], items: Sequence[Any]) -> list[Statement] |
                 if maker is None:
                     maker = rows[at] = EntryRows(ids[at])
                 if tag == "s":
-                    _, step, part, when = params
-                    out.append((INSERT_ENTRY, maker.started(step, part, when)))
+                    out.append((INSERT_ENTRY, maker.started(*params[1:])))
                 else:
-                    _, step, part, outcome, value, message, exact, when = params
-                    row = maker.settled(step, part, outcome, value, message, exact, when)
-                    out.append((INSERT_ENTRY, row))
+                    out.append((INSERT_ENTRY, maker.settled(*params[1:])))
             except UnicodeEncodeError:  # a lone surrogate: no checksum, and no row either
                 return None
             continue
@@ -515,17 +535,10 @@ class Journal(abc.ABC):
         return False
 
     def log(self, request_id: str, items: list[Item]) -> Ticket:
-        """Make one request's items durable (see `statements_of`): as statements
-        handed to the writer thread here; a journal with a log appends them to it.
-
-        Raises:
-            ValueError: an item is not one a journal writes.
-        """
-        statements = statements_of([request_id], items)
-        if statements is None:
-            msg = f"items of request {request_id!r} are not journal items: {items!r}"
-            raise ValueError(msg)
-        return self.submit(tuple(statements))
+        """Make one request's items durable (items as its `JournalWriter` makes them,
+        see `rows_of`): as statements handed to the writer thread here; a journal
+        with a log appends them to it."""
+        return self.submit(tuple(rows_of(request_id, items)))
 
     def catch_up(self) -> None:  # noqa: B027  # a hook: a journal without logs has nothing to do
         """Bring the database up to every commit made so far (a journal that logs its

@@ -37,6 +37,7 @@ from solvi._db.journal_base import (
     drive_unit,
     is_new_schema,
     items_of,
+    rows_of,
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter
@@ -53,7 +54,7 @@ __all__ = ["SQLiteJournal"]
 SQLITE_VERSION = 4
 #: most caller ids remembered between `has_request` and the request's open
 _CHECKED_MAX = 10_000
-#: records the writer turns into rows before it runs them
+#: records the writer turns into rows between two moments it lets go of the GIL
 _APPLY_RUN = 16
 
 #: (generation, offset) in a log
@@ -79,6 +80,16 @@ class _Direct:
 
     end: Position
     unit: Unit
+
+
+def _own_statements(ids: list[str], items: list[Item]) -> list[Statement] | None:
+    """The statements of a record this journal logged: its items are as a request's
+    writer makes them (converted unchecked), unless a caller of `SQLiteJournal.log`
+    handed over others (then checked as a reader checks a log)."""
+    try:
+        return rows_of(ids[0], items) if len(ids) == 1 else statements_of(ids, items)
+    except Exception:  # not a writer's items
+        return statements_of(ids, items)
 
 
 def _safe(owner: str) -> str:
@@ -363,17 +374,16 @@ class SQLiteJournal(Journal):
                     f"journal_logs table was changed by something else than this journal"
                 )
                 raise JournalError(msg)
-            statements = statements_of(ids, items)
+            statements = _own_statements(ids, items)
             if statements is None:  # as a reader of the log finds it: damaged
                 journal_log.count_damage(conn, applied, self._name, ids, journal_log.DAMAGED)
             else:
                 records.append((ids, statements))
             end = (generation, stop)
-            if len(records) >= _APPLY_RUN:
-                # Each run's statements let go of the GIL: the loop is never kept
-                # waiting for this thread's Python for long.
-                journal_log.apply_records(conn, self._name, records, applied)
-                records = []
+            if len(records) % _APPLY_RUN == 0:
+                # Let go of the GIL now and then: the loop is never kept waiting long
+                # for this thread's Python.
+                time.sleep(0)
         if end != at:
             journal_log.apply_records(conn, self._name, records, applied)
             journal_log.set_position(conn, self._name, end)
