@@ -598,8 +598,8 @@ def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
     A family stops at the first size where Oink's Zielonka takes a second or more (or runs
     out of time), where its vertices and edges pass ``max_size``, or where ``auto`` runs
     out of time. When the size cap stopped it, the last line gives, from the last two rows,
-    the size at which Oink's Zielonka would need a second if its time kept growing at the
-    same rate.
+    the size (vertices plus edges) at which Oink's Zielonka would need a second if its time
+    kept growing at the same rate.
     """
     oink = os.environ.get("OINK")
     if not oink:
@@ -622,8 +622,8 @@ def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
                     rate = math.log(t1 / t0) / math.log(n1 / n0)
                     needed = n1 * (1.0 / t1) ** (1 / rate)
                     print(
-                        f"{family:14} Oink's Zielonka grows as n^{rate:.2f} here:"
-                        f" 1 s near {needed:,.0f} vertices"
+                        f"{family:14} Oink's Zielonka grows as size^{rate:.2f} here:"
+                        f" 1 s near {needed:,.0f} vertices and edges"
                     )
                 break
             auto_time, winners, _ = _solve_all_auto(game, timeout)
@@ -637,7 +637,7 @@ def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
             )
             if auto_time is None or zlk is None or zlk >= 1.0:
                 break
-            rows.append((len(game), zlk))
+            rows.append((len(game) + edges, zlk))
             size = grow(size)
     return 0
 

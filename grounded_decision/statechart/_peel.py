@@ -6,6 +6,9 @@ region. Taking such vertices off, repeatedly, leaves a core in which every verte
 successor (a core vertex's successors are never peeled, since the core vertex keeps them
 reachable), so the core is a game of its own. On random games with out-degree 1 or 2 about
 two fifths of the vertices peel off.
+
+The Zielonka and tangle solvers take the core as a list of vertices of the whole game (they
+skip the peeled predecessors); priority promotion takes it renumbered (``restrict``).
 """
 
 from __future__ import annotations
@@ -14,88 +17,69 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ["Core", "decide_peeled", "peel"]
+__all__ = ["Peeling", "decide_peeled", "peel", "restrict"]
 
 
 @attrs.frozen
-class Core:
-    """The core of a game, renumbered ``0..len(vertices)-1`` in the order of ``vertices``.
+class Peeling:
+    """What ``peel`` found.
 
     Parameters:
-        vertices: the original index of each core vertex (increasing).
+        core: the vertices left, in increasing order.
         peeled: the vertices taken off, in the order they were taken (each had no
             predecessor left when it was taken).
-        successors: per core vertex, its successors (renumbered; all are core vertices).
-        predecessors: per core vertex, its core predecessors (renumbered).
-        owner: per core vertex, its owner.
-        priority: per core vertex, its priority.
         work: vertices and edges looked at, for the solver's budget.
     """
 
-    vertices: list[int]
+    core: list[int]
     peeled: list[int]
-    successors: list[tuple[int, ...]]
-    predecessors: list[tuple[int, ...]]
-    owner: list[int]
-    priority: list[int]
     work: int
 
 
-def peel(
-    successors: Sequence[Sequence[int]],
-    predecessors: Sequence[Sequence[int]],
-    owner: Sequence[int],
-    priority: Sequence[int],
-) -> Core:
+def peel(successors: Sequence[Sequence[int]], predecessors: Sequence[Sequence[int]]) -> Peeling:
     """Take off, repeatedly, every vertex without a predecessor; return the core left."""
     n = len(successors)
-    indegree = [len(before) for before in predecessors]
-    peeled = [v for v in range(n) if not indegree[v]]
+    indegree = list(map(len, predecessors))
+    peeled = [v for v, count in enumerate(indegree) if not count]
     work = n
     for v in peeled:
-        work += len(successors[v])
-        for w in successors[v]:
+        out = successors[v]
+        work += len(out)
+        for w in out:
             left = indegree[w] - 1
             indegree[w] = left
             if not left:
                 peeled.append(w)
     if not peeled:
-        return Core(
-            vertices=list(range(n)),
-            peeled=[],
-            successors=[tuple(out) for out in successors],
-            predecessors=[tuple(before) for before in predecessors],
-            owner=list(owner),
-            priority=list(priority),
-            work=work,
-        )
-    local = [0] * n
+        return Peeling(core=list(range(n)), peeled=[], work=work)
     for v in peeled:
-        local[v] = -1
-    vertices = [v for v in range(n) if local[v] == 0]
-    for i, v in enumerate(vertices):
+        indegree[v] = -1
+    core = [v for v, count in enumerate(indegree) if count >= 0]
+    return Peeling(core=core, peeled=peeled, work=work + n)
+
+
+def restrict(
+    peeling: Peeling,
+    successors: Sequence[Sequence[int]],
+    predecessors: Sequence[Sequence[int]],
+) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """The core's successors and predecessors, renumbered ``0..len(core)-1`` in core order."""
+    local = [-1] * len(successors)
+    for i, v in enumerate(peeling.core):
         local[v] = i
     at = local.__getitem__
-    succ = [tuple(map(at, successors[v])) for v in vertices]
+    succ = [tuple(map(at, successors[v])) for v in peeling.core]
     pred = []
-    for v in vertices:
+    for v in peeling.core:
         before = tuple(map(at, predecessors[v]))
         if -1 in before:
             before = tuple(u for u in before if u >= 0)
         pred.append(before)
-    return Core(
-        vertices=vertices,
-        peeled=peeled,
-        successors=succ,
-        predecessors=pred,
-        owner=[owner[v] for v in vertices],
-        priority=[priority[v] for v in vertices],
-        work=work + len(vertices) + sum(map(len, succ)),
-    )
+    return succ, pred
 
 
 def decide_peeled(
-    core: Core,
+    peeling: Peeling,
     successors: Sequence[Sequence[int]],
     owner: Sequence[int],
     winner: list[int],
@@ -106,7 +90,7 @@ def decide_peeled(
     The owner wins a peeled vertex by moving into its own region when it can; otherwise the
     opponent wins it and the owner's move does not matter (``-1``).
     """
-    for v in reversed(core.peeled):
+    for v in reversed(peeling.peeled):
         side = owner[v]
         for w in successors[v]:
             if winner[w] == side:
