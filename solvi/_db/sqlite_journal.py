@@ -40,7 +40,7 @@ from solvi._db.journal_base import (
     rows_of,
     statements_of,
 )
-from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter
+from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
 from solvi._db.sqlite_store import SQLiteStore
 from solvi._db.store_plans import drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -239,7 +239,7 @@ class SQLiteJournal(Journal):
     def log(self, request_id: str, items: list[Item]) -> Ticket:
         """Make one request's items durable: one append to this process's log (a FULL
         journal, or a caller-chosen id's open, commits them in the database)."""
-        if self._log is None or self._opens_checked(items):
+        if self._log is None or (self._checked and self._opens_checked(items)):
             return super().log(request_id, items)
         return self._append([request_id], items)
 
@@ -261,8 +261,8 @@ class SQLiteJournal(Journal):
             return _DONE
         log = self._log
         assert log is not None
-        record = journal_log.encode(ids, items)
-        writer = self.writer
+        record = encode(ids, items)
+        writer = self._writer or self.writer
         with self._log_lock:
             if writer.closed:
                 msg = f"{self!r} is closed; open a new journal to write"
