@@ -14,9 +14,10 @@ with it every vertex of the tangle. A region the opponent cannot leave downwards
   strategy, found from its heads, are new tangles; one without escapes is a dominion.
 
 A dominion is extended to its player's attractor (tangles included) in the whole unsolved
-game, solved, and the next pass starts from the top; otherwise the pass ends at the bottom
-of the game with at least one new tangle learnt. A tangle is learnt at most once, so the
-passes end.
+game, solved, and the next pass starts from the top; otherwise the pass reaches the bottom
+of the game with at least one new tangle learnt, and goes on from the first region one of
+them joins (every region above it would come out the same). A tangle is learnt at most
+once, so the passes end.
 
 Bookkeeping: ``where[v]`` is the region of ``v`` in the current pass (region numbers grow
 across passes, so anything below the pass's first number is free) or ``SOLVED``; an opponent

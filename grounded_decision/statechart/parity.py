@@ -1,9 +1,9 @@
 """Parity games (max-parity, both owners): winning regions with strategies that prove them.
 
-``solve_parity`` runs one of the solvers in ``ALGORITHMS`` on the game with its priorities
-compressed and returns a ``ParitySolution``: the winner of every vertex and both players'
-positional strategies. ``winning_regions``, ``even_wins`` and ``controller_wins_from_start``
-(the progress check's entry point) solve with ``auto`` and run the independent checker of
+``solve_parity`` runs one of the solvers in ``ALGORITHMS`` on the game and returns a
+``ParitySolution``: the winner of every vertex and both players' positional strategies.
+``winning_regions``, ``even_wins`` and ``controller_wins_from_start`` (the progress check's
+entry point) solve with ``auto`` and run the independent checker of
 ``statechart.certificate`` on every answer before returning it.
 """
 
@@ -38,12 +38,14 @@ ALGORITHMS = ("auto", "zielonka", "promotion", "tl")
 
 ``zielonka`` is Zielonka's recursive algorithm, run iteratively; ``promotion`` is priority
 promotion; ``tl`` is tangle learning. Under a depth cap (``Limits.max_parity_depth``, 64 by
-default, defined by Zielonka's nesting) ``zielonka`` is the plain recursion, so every
-documented refusal reads the same, and ``auto`` runs it and hands the game to tangle learning
-once it has done far more work than the game's size calls for. With no depth cap every
-solver first peels off the vertices no move can return to, ``zielonka`` takes Verver's and
+default, defined by Zielonka's nesting) ``zielonka`` is the plain recursion on compressed
+priorities, so every documented refusal reads the same, and ``auto`` runs it and, once it
+has done far more work than the game's size calls for, solves as if there were no cap.
+Priority promotion and tangle learning always, and the others with no depth cap, first peel
+off the vertices no move can return to (``_peel``); then ``zielonka`` takes Verver's and
 Oink's refinements (heads until the parity changes, no second solve when the opponent gains
-nothing), and ``auto`` runs that Zielonka with an allowance of work and then tangle learning.
+nothing), and ``auto`` runs that Zielonka alone for an allowance of work and then races it
+against tangle learning (``_race``).
 """
 
 AUTO_WORK_PER_EDGE = 16
@@ -51,7 +53,7 @@ AUTO_WORK_PER_EDGE = 16
 AUTO_WORK_FLOOR = 200_000
 """The least work ``auto`` lets Zielonka do under a depth cap before handing over."""
 AUTO_FAST_FLOOR = 10_000
-"""The least work ``auto`` lets Zielonka do with no depth cap before tangle learning."""
+"""The least work ``auto`` lets Zielonka do alone with no depth cap before the race."""
 
 
 @attrs.frozen
