@@ -19,11 +19,11 @@ it gains, not its size.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget
 
-__all__ = ["solve_promotion"]
+__all__ = ["promotion_steps"]
 
 _FREE = -1
 _SOLVED = -2
@@ -41,17 +41,19 @@ class _Region:
         self.escapes: list[tuple[int, int]] = []
 
 
-def solve_promotion(
+def promotion_steps(
     successors: Sequence[Sequence[int]],
     predecessors: Sequence[Sequence[int]],
     owner: Sequence[int],
     priority: Sequence[int],
     *,
     budget: Budget,
-) -> tuple[list[int], list[int]]:
-    """Return ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where the owner loses.
+) -> Generator[None, None, tuple[list[int], list[int]]]:
+    """Solve a step at a time, pausing before each region is looked at.
 
-    ``priority`` must be dense (``0..d-1``), as ``compress_priorities`` makes it.
+    The generator returns ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where
+    the owner loses. ``priority`` must be dense (``0..d-1``), as ``compress_priorities``
+    makes it.
 
     Raises:
         ParityUnsolved: when the budget is spent.
@@ -236,6 +238,7 @@ def solve_promotion(
     p = top_value
     current: _Region | None = None
     while unsolved:
+        yield
         if current is None:
             while free[p] == 0:
                 p -= 1

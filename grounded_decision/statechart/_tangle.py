@@ -62,15 +62,17 @@ def solve_tangles(
 
 
 class _Region:
-    """A region of the current pass: its number, the cursor it started at, its player."""
+    """A region of the current pass: its number, the cursor it started at, its player, its
+    vertices and the vertices whose count of free successors it lowered."""
 
-    __slots__ = ("cursor", "members", "number", "player")
+    __slots__ = ("cursor", "lowered", "members", "number", "player")
 
     def __init__(self, number: int, cursor: int, player: int) -> None:
         self.number = number
         self.cursor = cursor
         self.player = player
         self.members: list[int] = []
+        self.lowered: list[int] = []
 
 
 class TangleSolver:
@@ -183,7 +185,7 @@ class TangleSolver:
             if k == end:
                 if len(t_priority) == learnt:
                     return
-                k = self.resume(regions, learnt, base, free, first)
+                k = self.resume(regions, learnt, free, first)
                 epoch = self.region + 1
                 learnt = len(t_priority)
                 continue
@@ -195,6 +197,7 @@ class TangleSolver:
             record = _Region(cur, k, player)
             regions.append(record)
             members = record.members
+            lowered = record.lowered
             heads: list[int] = []
             work = 0
             while k < end:
@@ -221,6 +224,7 @@ class TangleSolver:
                             continue
                         left = free[u] - 1
                         free[u] = left
+                        lowered.append(u)
                         if not left:
                             where[u] = cur
                             queue.append(u)
@@ -295,7 +299,6 @@ class TangleSolver:
         self,
         regions: list[_Region],
         learnt: int,
-        base: int,
         free: list[int],
         first: list[bool],
     ) -> int:
@@ -303,33 +306,29 @@ class TangleSolver:
 
         A new tangle escapes only to higher regions of its player, so the next pass would
         rebuild every region above the one that took its last escape exactly as it was, and
-        the tangle joins that one. The regions from there down are undone, the counts of
-        their vertices' free successors redone, and the pass goes on from there.
+        the tangle joins that one. The regions from there down are undone, every count of
+        free successors they lowered is raised back (each region logs the vertices it
+        lowered), and the pass goes on from there.
         """
         where = self.where
-        successors = self.successors
         t_escapes = self.t_escapes
         target = min(max(where[x] for x in t_escapes[t]) for t in range(learnt, len(t_escapes)))
         keep = 0
         while regions[keep].number < target:
             keep += 1
-        undone: list[int] = []
-        for record in regions[keep:]:
-            undone.extend(record.members)
+        undone = 0
+        for record in reversed(regions[keep:]):
+            for v in record.members:
+                where[v] = -1
+            for u in record.lowered:
+                free[u] += 1
+            undone += len(record.members) + len(record.lowered)
         cursor = regions[keep].cursor
         del regions[keep:]
-        for v in undone:
-            where[v] = -1
-        for v in undone:
-            left = 0
-            for x in successors[v]:
-                if where[x] < base:
-                    left += 1
-            free[v] = left
         first[0] = first[1] = True
         for record in regions:
             first[record.player] = False
-        self.budget.charge(len(undone) + sum(map(len, map(successors.__getitem__, undone))))
+        self.budget.charge(undone)
         return cursor
 
     def closed(self, heads: list[int], cur: int, base: int, player: int) -> bool:

@@ -10,14 +10,14 @@ entry point) solve with ``auto`` and run the independent checker of
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Generator
 
 import attrs
 
 from grounded_decision.errors import ParityUnsolved, SolverChoiceError
 from grounded_decision.statechart._parity_core import Budget, compress_priorities
 from grounded_decision.statechart._peel import Peeling, decide_peeled, peel, restrict
-from grounded_decision.statechart._promotion import solve_promotion
+from grounded_decision.statechart._promotion import promotion_steps
 from grounded_decision.statechart._tangle import TangleSolver, solve_tangles
 from grounded_decision.statechart._zielonka import solve_zielonka
 from grounded_decision.statechart._zielonka_fast import ZielonkaSolver, solve_zielonka_fast
@@ -153,7 +153,7 @@ def _solve_peeled(
     core = peeling.core
     used = algorithm
     if algorithm == "promotion":
-        winner, strategy = _promote(game, peeling, budget)
+        winner, strategy = _finish(_promote(game, peeling, budget))
     elif algorithm == "zielonka":
         winner, strategy = solve_zielonka_fast(*args, budget=budget, vertices=core)
     elif algorithm == "tl":
@@ -163,51 +163,85 @@ def _solve_peeled(
         if alone:
             size = len(core) + sum(map(len, map(game.successors.__getitem__, core)))
             allowance = AUTO_FAST_FLOOR + AUTO_WORK_PER_EDGE * size
-        used, (winner, strategy) = _race(args, core, budget, allowance)
+        used, (winner, strategy) = _race(game, peeling, budget, allowance)
     decide_peeled(peeling, game.successors, game.owner, winner, strategy)
     return used, winner, strategy
 
 
-_Args = tuple[Sequence[Sequence[int]], Sequence[Sequence[int]], Sequence[int], Sequence[int]]
+Answer = tuple[list[int], list[int]]
+"""``(winner, strategy)`` over the whole game."""
 
 
-def _race(
-    args: _Args, core: list[int], budget: Budget, allowance: int
-) -> tuple[str, tuple[list[int], list[int]]]:
+def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> tuple[str, Answer]:
     """Zielonka by itself for ``allowance`` units, then Zielonka and tangle learning in turns.
 
     Each turn goes to the one that has used less processor time since the allowance ran
-    out, a step (a level, or a region) at a time, and the first to finish gives the answer:
-    crafted games that make Zielonka exponential fall to tangle learning, those built
-    against tangle learning to Zielonka, at about twice the faster one's time. The two
-    take work at very different rates per unit, so time, not units, decides the turns;
-    which one finishes first can therefore differ between runs on a close race, never the
-    regions.
+    out, a step (a level, or a region) at a time, and the first to finish gives the
+    answer: crafted games that make Zielonka exponential fall to tangle learning, those
+    built against tangle learning to Zielonka, at about twice the faster one's time. The
+    two take work at very different rates per unit, so time, not units, decides the
+    turns; which one finishes first can therefore differ between runs on a close race,
+    never the regions. (Priority promotion measured slower in this race on the benchmark
+    games, and a three-way race slower still.)
     """
-    zielonka_work = _Share(budget)
-    zielonka = ZielonkaSolver(*args, zielonka_work, core)
-    zielonka_steps = zielonka.steps()
-    while zielonka_work.steps <= allowance:
-        if next(zielonka_steps, _DONE) is _DONE:
-            return "zielonka", zielonka.answer()
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    core = peeling.core
+    share = _Share(budget)
+    zielonka = _run(ZielonkaSolver(*args, share, core))
+    while share.steps <= allowance:
+        try:
+            next(zielonka)
+        except StopIteration as done:
+            return "zielonka", done.value
     clock = time.process_time
     started = clock()
-    tangles = TangleSolver(*args, _Share(budget), core)
-    tangle_steps = tangles.steps()
+    entrants = [("zielonka", zielonka), ("tl", _run(TangleSolver(*args, _Share(budget), core)))]
     spent = [0.0, clock() - started]
     while True:
         turn = 0 if spent[0] <= spent[1] else 1
+        name, steps = entrants[turn]
         started = clock()
-        if turn == 0:
-            if next(zielonka_steps, _DONE) is _DONE:
-                return "zielonka", zielonka.answer()
-        elif next(tangle_steps, _DONE) is _DONE:
-            return "tl", tangles.answer()
+        try:
+            next(steps)
+        except StopIteration as done:
+            return name, done.value
         spent[turn] += clock() - started
 
 
-_DONE = object()
-"""What ``next`` returns for a solver that has finished."""
+def _run(solver: ZielonkaSolver | TangleSolver) -> Generator[None, None, Answer]:
+    """A solver's steps, returning its answer."""
+    yield from solver.steps()
+    return solver.answer()
+
+
+def _finish(steps: Generator[None, None, Answer]) -> Answer:
+    """Run a solver's steps to the end and return its answer."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            answer: Answer = done.value
+            return answer
+
+
+def _promote(game: GameGraph, peeling: Peeling, budget: Budget) -> Generator[None, None, Answer]:
+    """Priority promotion on the core, renumbered densely as it needs, a step at a time."""
+    yield
+    core = peeling.core
+    successors, predecessors = restrict(peeling, game.successors, game.predecessors)
+    owner = [game.owner[v] for v in core]
+    priority = compress_priorities([game.priority[v] for v in core])
+    found, picks = yield from promotion_steps(
+        successors, predecessors, owner, priority, budget=budget
+    )
+    n = len(game)
+    winner = [0] * n
+    strategy = [-1] * n
+    for v, side, pick in zip(core, found, picks, strict=True):
+        winner[v] = side
+        if pick >= 0:
+            strategy[v] = core[pick]
+    return winner, strategy
 
 
 class _Share(Budget):
@@ -223,23 +257,6 @@ class _Share(Budget):
         """Count ``units`` here and charge them to the solve's budget."""
         self.steps += units
         self.outer.charge(units)
-
-
-def _promote(game: GameGraph, peeling: Peeling, budget: Budget) -> tuple[list[int], list[int]]:
-    """Priority promotion on the core, renumbered densely as it needs, mapped back."""
-    core = peeling.core
-    successors, predecessors = restrict(peeling, game.successors, game.predecessors)
-    owner = [game.owner[v] for v in core]
-    priority = compress_priorities([game.priority[v] for v in core])
-    found, picks = solve_promotion(successors, predecessors, owner, priority, budget=budget)
-    n = len(game)
-    winner = [0] * n
-    strategy = [-1] * n
-    for v, side, pick in zip(core, found, picks, strict=True):
-        winner[v] = side
-        if pick >= 0:
-            strategy[v] = core[pick]
-    return winner, strategy
 
 
 class _Handover(Exception):
