@@ -40,7 +40,14 @@ from typing import Any
 
 import attrs
 
-from solvi._db.journal_base import OPEN_REQUEST, Item, Statement, statements_of
+from solvi._db.journal_base import (
+    CLOSE_REQUEST,
+    INSERT_ENTRY,
+    OPEN_REQUEST,
+    Item,
+    Statement,
+    statements_of,
+)
 
 __all__ = [
     "CUT",
@@ -174,21 +181,22 @@ def parse(data: bytes, offset: int = 0) -> tuple[list[LogRecord], bytes]:
 
 
 def apply_statements(conn: sqlite3.Connection, statements: Sequence[Statement]) -> None:
-    """Run statements in order, each run of one statement in one `executemany`."""
-    count = len(statements)
-    start = 0
-    while start < count:
-        sql = statements[start][0]
-        end = start + 1
-        while end < count and statements[end][0] == sql:
-            end += 1
-        if sql == OPEN_REQUEST:
-            sql = _OPEN_OR_IGNORE
-        if end == start + 1:
-            conn.execute(sql, statements[start][1])
-        else:
-            conn.executemany(sql, [params for _, params in statements[start:end]])
-        start = end
+    """Run a batch of opens, entries and closes: the opens, then the entries in their
+    order, then the closes, each kind in one `executemany`. An entry needs nothing
+    before it and a close needs only its request's open, so this is what running
+    them one by one in order would leave (ids are never reused)."""
+    opens: list[tuple[Any, ...]] = []
+    entries: list[tuple[Any, ...]] = []
+    closes: list[tuple[Any, ...]] = []
+    by_sql = {OPEN_REQUEST: opens, INSERT_ENTRY: entries, CLOSE_REQUEST: closes}
+    for sql, params in statements:
+        by_sql[sql].append(params)
+    if opens:
+        conn.executemany(_OPEN_OR_IGNORE, opens)
+    if entries:
+        conn.executemany(INSERT_ENTRY, entries)
+    if closes:
+        conn.executemany(CLOSE_REQUEST, closes)
 
 
 #: a record its dead owner was writing when it died: as if the owner had died just
