@@ -161,7 +161,8 @@ class Run:
         self.resumed = False
         #: no journal and no resume: plain sync nodes may take the fast path
         self.bare = True
-        #: bare, and no request timeout: untimed async nodes may take it too
+        #: no hooks, no resume and no request timeout: untimed async nodes may take the
+        #: async fast path (with a journal too: it writes the entries around the call)
         self.plain = timeout is None
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
