@@ -46,7 +46,7 @@ server_pid=$!
 
 # Up within 20 s, or the run fails with the server's own output.
 if ! "$py" - "$port" "$server_pid" <<'EOF'
-import http.client, os, sys, time
+import contextlib, http.client, os, sys, time
 
 port, pid = int(sys.argv[1]), int(sys.argv[2])
 deadline = time.monotonic() + 20
@@ -55,13 +55,11 @@ while time.monotonic() < deadline:
         os.kill(pid, 0)
     except OSError:
         sys.exit("solvi serve exited before it answered")
-    try:
+    with contextlib.suppress(OSError):  # not listening yet: try again
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
         connection.request("GET", "/healthz")
         if connection.getresponse().status == 200:
             sys.exit(0)
-    except OSError:
-        pass
     time.sleep(0.1)
 sys.exit("solvi serve did not answer /healthz within 20 s")
 EOF

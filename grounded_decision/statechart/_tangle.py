@@ -28,6 +28,7 @@ escapes that have joined a region of its player.
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget
@@ -56,8 +57,7 @@ def solve_tangles(
         ParityUnsolved: when the budget is spent.
     """
     solver = TangleSolver(successors, predecessors, owner, priority, budget, vertices)
-    for _ in solver.steps():
-        pass
+    deque(solver.steps(), maxlen=0)  # run every step; the answer is the solver's state
     return solver.answer()
 
 

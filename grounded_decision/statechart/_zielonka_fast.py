@@ -21,6 +21,7 @@ successors down.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget, Rope, concat, flatten
@@ -66,8 +67,7 @@ def solve_zielonka_fast(
         ParityUnsolved: when the budget is spent.
     """
     solver = ZielonkaSolver(successors, predecessors, owner, priority, budget, vertices)
-    for _ in solver.steps():
-        pass
+    deque(solver.steps(), maxlen=0)  # run every step; the answer is the solver's state
     return solver.answer()
 
 

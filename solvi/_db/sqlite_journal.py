@@ -449,7 +449,7 @@ class SQLiteJournal(Journal):
         """Apply every process's log to the database for good (a reader applies them
         for itself; this is for a recovery, or a tool that reads the file directly)."""
         with self._view(commit=True):
-            pass
+            pass  # opening the view applies the logs; leaving it with commit=True keeps them
 
     def _fetch(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one query on the database with every log applied (in a view)."""
