@@ -36,6 +36,7 @@ from solvi._db.writer import Ticket, Writer
 from solvi.errors import SolviError
 
 __all__ = [
+    "ADD_CLOSED_AS",
     "CANCELLED",
     "CLOSE_REQUEST",
     "INSERT_ENTRY",
@@ -52,15 +53,18 @@ __all__ = [
     "entry_row",
     "input_hash",
     "items_of",
+    "newer_schema",
     "rows_of",
     "statements_of",
 ]
 
-# Entries are never deleted, so a plain rowid (one more than the largest) only grows.
-# Requests are found by id, so their table is keyed by it (WITHOUT ROWID), and the
-# index of open requests holds only those.
+# The tables, made by the first step of the journal's migrations (`solvi._db.migrations`):
+# IF NOT EXISTS keeps those of a journal made before versions were kept, and a later
+# step adds ADD_CLOSED_AS's column to them when it is missing. Entries are never
+# deleted, so a plain rowid (one more than the largest) only grows. Requests are found
+# by id, so their table is keyed by it (WITHOUT ROWID), and the index of open requests
+# holds only those.
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS journal_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS journal_requests (
     request_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -93,6 +97,8 @@ CREATE INDEX IF NOT EXISTS journal_entries_request ON journal_entries (request_i
 CREATE INDEX IF NOT EXISTS journal_requests_open ON journal_requests (opened_at)
     WHERE closed_at IS NULL;
 """
+#: requests record how they closed (answered or cancelled): for tables made before
+ADD_CLOSED_AS = "ALTER TABLE journal_requests ADD COLUMN closed_as TEXT"
 
 #: how a request closed by its caller's cancellation is marked (``closed_as``)
 CANCELLED = "cancelled"
@@ -753,21 +759,12 @@ class Journal(abc.ABC):
                 self.damaged.add(request_id)  # one damaged row must not hide the others
 
 
-def is_new_schema(version_row: Sequence[Any] | None, where: object, version: int) -> bool:
-    """Whether a journal's version row is missing (a new journal, to be stamped).
-
-    Raises:
-        JournalError: the journal was written by a newer solvi.
-    """
-    if version_row is None:
-        return True
-    if version_row[0] > version:
-        msg = (
-            f"journal {where} has schema version {version_row[0]}, newer than this solvi "
-            f"understands ({version}); upgrade solvi"
-        )
-        raise JournalError(msg)
-    return False
+def newer_schema(where: str, found: int, supported: int) -> str:
+    """Why a journal written by a newer solvi is refused (raised as a JournalError)."""
+    return (
+        f"journal {where} has schema version {found}, newer than this solvi understands "
+        f"({supported}); upgrade solvi"
+    )
 
 
 def drive_unit(

@@ -16,7 +16,9 @@ import time
 import uuid
 from typing import Any
 
+from solvi._db import migrations
 from solvi._db.journal_base import (
+    ADD_CLOSED_AS,
     CLOSE_REQUEST,
     ENTRY_COLUMNS,
     INSERT_ENTRY,
@@ -26,22 +28,36 @@ from solvi._db.journal_base import (
     JournalError,
     Unit,
     drive_unit,
-    is_new_schema,
+    newer_schema,
 )
-from solvi._db.store_plans import drive
+from solvi._db.postgres_store import describe_dsn, pg_execute
+from solvi._db.store_plans import POSTGRES, drive
 
-__all__ = ["PostgresJournal"]
-
-#: 2: requests record how they closed (``closed_as``)
-PG_VERSION = 2
+__all__ = ["JOURNAL", "PG_VERSION", "PostgresJournal"]
 
 # The same tables in PostgreSQL's types.
 PG_SCHEMA = (
     SCHEMA.replace("seq INTEGER PRIMARY KEY", "seq BIGSERIAL PRIMARY KEY")
     .replace("REAL", "DOUBLE PRECISION")
     .replace(" WITHOUT ROWID", "")
-    + "ALTER TABLE journal_requests ADD COLUMN IF NOT EXISTS closed_as TEXT;"
 )
+
+#: A PostgreSQL journal's row in ``solvi_migrations``. Step 1: the requests and
+#: their entries; 2: requests record how they closed (``closed_as``, added to a table
+#: that lacks it: step 1 creates it already).
+JOURNAL = migrations.Component(
+    name="journal",
+    steps=(
+        lambda d: migrations.statements(*migrations.script(PG_SCHEMA)),
+        lambda d: migrations.statements(
+            (ADD_CLOSED_AS.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS"), ())
+        ),
+    ),
+    legacy_table="journal_version",
+    error=JournalError,
+    too_new=newer_schema,
+)
+PG_VERSION = JOURNAL.version
 
 #: A group's entry rows as one INSERT, in order, from one parameter: the rows as a
 #: JSON array of arrays. The statement is the same whatever the number of rows (so it
@@ -123,14 +139,14 @@ class PostgresJournal(Journal):
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
         )
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(7301)")  # one schema writer at a time
-            conn.execute(PG_SCHEMA)
-            row = conn.execute("SELECT version FROM journal_version").fetchone()
-            if is_new_schema(row, self, PG_VERSION):
-                conn.execute("INSERT INTO journal_version VALUES (%s)", (PG_VERSION,))
-            elif row is not None and row[0] < PG_VERSION:
-                conn.execute("UPDATE journal_version SET version = %s", (PG_VERSION,))
+        # The migration takes the store's lock too: one schema writer at a time.
+        plan = migrations.migrate_plan(JOURNAL, POSTGRES, describe_dsn(dsn))
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                drive(pg_execute(conn), plan)
+        except BaseException:
+            self._release()
+            raise
 
     def __repr__(self) -> str:
         return "PostgresJournal(...)"
@@ -160,9 +176,7 @@ class PostgresJournal(Journal):
         def execute(sql: str, params: tuple[Any, ...]) -> None:
             conn.execute(self._sql(sql), params)
 
-        def store_execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            cur = conn.execute(sql, params)
-            return cur.fetchall() if cur.description is not None else []
+        store_execute = pg_execute(conn)
 
         with conn.transaction():
             for unit in units:

@@ -9,30 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from solvi._db.store_plans import (
-    POSTGRES,
-    Plan,
-    PlanStore,
-    Row,
-    T,
-    drive,
-    inspect_plan,
-    migrate_plan,
-)
+from solvi._db.migrations import migrate_plan
+from solvi._db.store_plans import POSTGRES, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "describe_dsn", "pg_execute"]
 
 
-#: pg_advisory_xact_lock key held while migrating ("solvi" in ASCII).
-_MIGRATE_LOCK = 0x736F6C7669
-
-
-def _where(dsn: str) -> str:
+def describe_dsn(dsn: str) -> str:
     """host:port/database of a DSN, without the password, for messages."""
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -93,7 +81,7 @@ class PostgresStore(PlanStore):
             raise StoreError(msg) from exc
         self.dsn = dsn
         self.read_only = read_only
-        self._where = _where(dsn)
+        self._where = describe_dsn(dsn)
         try:
             with psycopg.connect(
                 dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
@@ -101,13 +89,12 @@ class PostgresStore(PlanStore):
                 if read_only:
                     _read_only_session(conn)
                     self.schema_version: int | None = drive(
-                        _sync_execute(conn), inspect_plan(POSTGRES, self._where)
+                        pg_execute(conn), inspect_plan(POSTGRES, self._where)
                     )
                 else:
                     with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
                         self.schema_version = drive(
-                            _sync_execute(conn), migrate_plan(POSTGRES, self._where)
+                            pg_execute(conn), migrate_plan(STORE, POSTGRES, self._where)
                         )
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())
@@ -149,7 +136,7 @@ class PostgresStore(PlanStore):
 
         try:
             with self._sync_pool().connection() as conn, conn.transaction():
-                return drive(_sync_execute(conn), plan)
+                return drive(pg_execute(conn), plan)
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
             if write:
                 raise
@@ -261,7 +248,10 @@ async def _aread_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("SET default_transaction_read_only = on")
 
 
-def _sync_execute(conn: psycopg.Connection[Any]) -> Callable[[str, tuple[Any, ...]], list[Row]]:
+def pg_execute(conn: psycopg.Connection[Any]) -> Callable[[str, tuple[Any, ...]], list[Row]]:
+    """How a plan's statement runs on a PostgreSQL connection, for the store and for
+    the journal's plans alike."""
+
     def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
         cur = conn.execute(sql, params)
         return cur.fetchall() if cur.description is not None else []

@@ -25,8 +25,9 @@ from typing import Any
 
 import attrs
 
-from solvi._db import journal_log
+from solvi._db import journal_log, migrations
 from solvi._db.journal_base import (
+    ADD_CLOSED_AS,
     SCHEMA,
     Item,
     Journal,
@@ -35,23 +36,44 @@ from solvi._db.journal_base import (
     Statement,
     Unit,
     drive_unit,
-    is_new_schema,
     items_of,
+    newer_schema,
     rows_of,
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
-from solvi._db.sqlite_store import SQLiteStore
-from solvi._db.store_plans import drive
+from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
+from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
 
-__all__ = ["SQLiteJournal"]
+__all__ = ["JOURNAL", "SQLITE_VERSION", "SQLiteJournal"]
 
-#: 4: commits of a NORMAL journal are appends to a log of JSON records beside it
-#: (``*.jlog``), applied in the background (``journal_logs``, ``journal_damaged``);
-#: 3: requests record how they closed (``closed_as``), commits went straight to the
-#: database from a writer thread (version 2 kept pickled commit logs, ``*.log``)
-SQLITE_VERSION = 4
+
+def _closed_as(d: Dialect) -> Plan[None]:
+    columns = yield ("PRAGMA table_info(journal_requests)", ())
+    if "closed_as" not in {row[1] for row in columns}:
+        yield (ADD_CLOSED_AS, ())
+
+
+#: A SQLite journal's row in ``solvi_migrations``. Step 1: the requests and their
+#: entries; 2: commits were kept in pickled logs beside the file (``*.log``, refused
+#: now), no table changed; 3: requests record how they closed (``closed_as``, added
+#: to a table that lacks it: step 1 creates it already); 4: commits of a
+#: NORMAL journal are appends to logs of JSON records (``*.jlog``), applied in the
+#: background (``journal_logs``, ``journal_damaged``).
+JOURNAL = migrations.Component(
+    name="journal",
+    steps=(
+        lambda d: migrations.statements(*migrations.script(SCHEMA)),
+        lambda d: migrations.statements(),
+        _closed_as,
+        lambda d: migrations.statements(*migrations.script(LOGS_SCHEMA)),
+    ),
+    legacy_table="journal_version",
+    error=JournalError,
+    too_new=newer_schema,
+)
+SQLITE_VERSION = JOURNAL.version
 #: most caller ids remembered between `has_request` and the request's open
 _CHECKED_MAX = 10_000
 #: records the writer turns into rows between two moments it lets go of the GIL
@@ -182,19 +204,10 @@ class SQLiteJournal(Journal):
 
     def _migrate(self) -> None:
         conn = self._conn()
+        plan = migrations.migrate_plan(JOURNAL, SQLITE, repr(str(self.path)))
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for statement in (SCHEMA + LOGS_SCHEMA).split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(journal_requests)")}
-            if "closed_as" not in columns:
-                conn.execute("ALTER TABLE journal_requests ADD COLUMN closed_as TEXT")
-            row = conn.execute("SELECT version FROM journal_version").fetchone()
-            if is_new_schema(row, self.path, SQLITE_VERSION):
-                conn.execute("INSERT INTO journal_version VALUES (?)", (SQLITE_VERSION,))
-            elif row[0] < SQLITE_VERSION:
-                conn.execute("UPDATE journal_version SET version = ?", (SQLITE_VERSION,))
+            drive(sqlite_execute(conn), plan)
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
@@ -306,8 +319,7 @@ class SQLiteJournal(Journal):
         if saves:
             conn.execute("PRAGMA synchronous=FULL")
 
-        def store_execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-            return conn.execute(sql.replace("%s", "?"), params).fetchall()
+        store_execute = sqlite_execute(conn)
 
         def run_plan(plan: Any) -> None:
             drive(store_execute, plan)

@@ -5,24 +5,17 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
-from solvi._db.store_plans import (
-    SQLITE,
-    Plan,
-    PlanStore,
-    Row,
-    T,
-    drive,
-    inspect_plan,
-    migrate_plan,
-)
+from solvi._db.migrations import migrate_plan
+from solvi._db.store_plans import SQLITE, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "sqlite_execute"]
 
 _FIX = "give the path of a store a System wrote (System(store=...))"
 
@@ -74,7 +67,7 @@ class SQLiteStore(PlanStore):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             self.schema_version: int | None = self._run(
-                migrate_plan(SQLITE, repr(str(self.path))), write=True
+                migrate_plan(STORE, SQLITE, repr(str(self.path))), write=True
             )
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -151,13 +144,10 @@ class SQLiteStore(PlanStore):
                 msg = f"SQLite store {str(self.path)!r} is closed; open a new one"
                 raise StoreError(msg)
 
-            def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
-                return conn.execute(sql.replace("%s", "?"), params).fetchall()
-
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
-                    result = drive(execute, plan)
+                    result = drive(sqlite_execute(conn), plan)
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
@@ -193,3 +183,13 @@ class SQLiteStore(PlanStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def sqlite_execute(conn: sqlite3.Connection) -> Callable[[str, tuple[Any, ...]], list[Row]]:
+    """How a plan's statement runs on a SQLite connection (its ``%s`` become ``?``),
+    for the store and for the journal's plans alike."""
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[Row]:
+        return conn.execute(sql.replace("%s", "?"), params).fetchall()
+
+    return execute

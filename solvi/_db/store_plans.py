@@ -1,10 +1,11 @@
-"""Shared store machinery: SQL dialects, the schema and its migrations, and plans.
+"""Shared store machinery: SQL dialects, the schema and its steps, and plans.
 
 Every operation is written once, as a *plan*: a generator that yields SQL
 statements and receives their rows. Each backend only drives plans inside its
 own transactions, so the two backends cannot drift apart. `PlanStore` turns
 plans into the public operations of a store; `SQLiteStore` and `PostgresStore`
-add only the connections and transactions.
+add only the connections and transactions. The store's version is its row in
+the one migration table (`solvi._db.migrations`), which the journal shares.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from solvi._db import migrations
 from solvi.audit import (
     GENESIS,
     AuditEntry,
@@ -29,11 +31,12 @@ from solvi.audit import (
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 
 __all__ = [
-    "MIGRATIONS",
     "POSTGRES",
     "SCHEMA_VERSION",
     "SQLITE",
+    "STORE",
     "STORE_TABLES",
+    "Dialect",
     "Plan",
     "PlanStore",
     "Row",
@@ -41,7 +44,6 @@ __all__ = [
     "T",
     "drive",
     "inspect_plan",
-    "migrate_plan",
 ]
 
 T = TypeVar("T")
@@ -57,7 +59,7 @@ _BATCH = 200
 
 
 @attrs.frozen
-class _Dialect:
+class Dialect:
     """How the two databases spell what the schema and the plans need."""
 
     name: str
@@ -71,6 +73,9 @@ class _Dialect:
     real: str
     integer: str
     lock_head: str
+    #: taken first by a migration, so two processes never migrate at once (None:
+    #: the transaction's own write lock is enough)
+    migrate_lock: Statement | None
 
     def stamp(self, when: dt.datetime) -> Any:
         """A UTC time as the database stores it (SQLite: ISO text, sortable)."""
@@ -80,7 +85,7 @@ class _Dialect:
         return when
 
 
-SQLITE = _Dialect(
+SQLITE = Dialect(
     name="sqlite",
     label="SQLite",
     tables_sql=(
@@ -93,8 +98,9 @@ SQLITE = _Dialect(
     real="REAL",
     integer="INTEGER",
     lock_head="",
+    migrate_lock=None,
 )
-POSTGRES = _Dialect(
+POSTGRES = Dialect(
     name="postgresql",
     label="PostgreSQL",
     tables_sql=(
@@ -107,10 +113,12 @@ POSTGRES = _Dialect(
     real="DOUBLE PRECISION",
     integer="BIGINT",
     lock_head=" FOR UPDATE",
+    # pg_advisory_xact_lock key "solvi" in ASCII, held to the end of the transaction
+    migrate_lock=("SELECT pg_advisory_xact_lock(%s)", (0x736F6C7669,)),
 )
 
 
-def _schema_v1(d: _Dialect) -> list[Statement]:
+def _schema_v1(d: Dialect) -> list[Statement]:
     """Responses, the audit log and its head, costs and blobs."""
     return [
         (
@@ -148,38 +156,34 @@ def _schema_v1(d: _Dialect) -> list[Statement]:
     ]
 
 
-#: Migration n (1-based) takes a store from schema version n - 1 to n. A new
-#: version is one more function appended here; stores migrate when opened.
-MIGRATIONS: tuple[Callable[[_Dialect], list[Statement]], ...] = (_schema_v1,)
-SCHEMA_VERSION = len(MIGRATIONS)
+def _store_too_new(where: str, found: int, supported: int) -> str:
+    return (
+        f"store {where} has schema version {found}, but this solvi knows versions up to "
+        f"{supported}; upgrade solvi to open it"
+    )
+
+
+#: The store's row in ``solvi_migrations``: step n takes a store from version n - 1
+#: to n. A new version is one more step appended here; stores migrate when opened.
+STORE = migrations.Component(
+    name="store",
+    steps=(lambda d: migrations.statements(*_schema_v1(d)),),
+    legacy_table="solvi_schema_version",
+    error=StoreError,
+    too_new=_store_too_new,
+)
+SCHEMA_VERSION = STORE.version
 
 #: The tables that hold decisions and their audit log: a store lacking one is damaged.
 STORE_TABLES = ("solvi_responses", "solvi_audit", "solvi_audit_head")
-#: Every table of the schema: a database with none of them is not a solvi store.
-_SCHEMA_TABLES = frozenset({*STORE_TABLES, "solvi_schema_version", "solvi_costs", "solvi_blobs"})
+#: Every table a store has had: a database with none of them is not a solvi store
+#: (with only the migration table, it is one when that table has the store's row).
+_SCHEMA_TABLES = frozenset(
+    {*STORE_TABLES, migrations.TABLE, STORE.legacy_table, "solvi_costs", "solvi_blobs"}
+)
 
 
-def migrate_plan(d: _Dialect, where: str) -> Plan[int]:
-    yield ("CREATE TABLE IF NOT EXISTS solvi_schema_version (version INTEGER NOT NULL)", ())
-    rows = yield ("SELECT version FROM solvi_schema_version", ())
-    if not rows:
-        yield ("INSERT INTO solvi_schema_version (version) VALUES (0)", ())
-    current = int(rows[0][0]) if rows else 0
-    if current > SCHEMA_VERSION:
-        msg = (
-            f"store {where} has schema version {current}, but this solvi knows versions up to "
-            f"{SCHEMA_VERSION}; upgrade solvi to open it"
-        )
-        raise StoreError(msg)
-    for version in range(current + 1, SCHEMA_VERSION + 1):
-        # Not `yield from`: the driver sends rows back, which a list iterator rejects.
-        for statement in MIGRATIONS[version - 1](d):  # noqa: UP028
-            yield statement
-        yield ("UPDATE solvi_schema_version SET version = %s", (version,))
-    return SCHEMA_VERSION
-
-
-def _not_a_store(d: _Dialect, where: str, tables: list[str]) -> str:
+def _not_a_store(d: Dialect, where: str, tables: list[str]) -> str:
     """Why a database without solvi's tables is refused, naming what it holds instead."""
     if not tables:
         holds = "it has no tables"
@@ -194,33 +198,33 @@ def _not_a_store(d: _Dialect, where: str, tables: list[str]) -> str:
     )
 
 
-def inspect_plan(d: _Dialect, where: str) -> Plan[int | None]:
+def inspect_plan(d: Dialect, where: str) -> Plan[int | None]:
     """Check, without writing, that a database is a solvi store; its schema version
-    (None when its version table is gone: the store is damaged, `verify` says how).
+    (None when no version is kept: the store is damaged, `verify` says how).
+
+    A store made before ``solvi_migrations`` (its version in ``solvi_schema_version``)
+    is read as it is: the upgrade waits for a writable open.
 
     Raises:
         StoreError: the database has none of solvi's tables, or a newer schema.
     """
     rows = yield (d.tables_sql, ())
     tables = [str(r[0]) for r in rows]
-    if not _SCHEMA_TABLES.intersection(tables):
+    ours = _SCHEMA_TABLES.intersection(tables)
+    if not ours:
         raise StoreError(_not_a_store(d, where, tables))
-    if "solvi_schema_version" not in tables:
-        return None
-    rows = yield ("SELECT version FROM solvi_schema_version", ())
-    version = rows[0][0] if rows else None
-    if not isinstance(version, int) or isinstance(version, bool):
-        return None
-    if version > SCHEMA_VERSION:
-        msg = (
-            f"store {where} has schema version {version}, but this solvi knows versions up "
-            f"to {SCHEMA_VERSION}; upgrade solvi to open it"
+    version = yield from migrations.stored_version_plan(STORE, set(tables), where)
+    if version is None and ours == {migrations.TABLE}:
+        rows = yield (
+            f"SELECT 1 FROM {migrations.TABLE} WHERE component = %s",
+            (STORE.name,),
         )
-        raise StoreError(msg)
+        if not rows:  # only another component's row: a journal's file, say
+            raise StoreError(_not_a_store(d, where, tables))
     return version
 
 
-def _missing_tables_plan(d: _Dialect) -> Plan[tuple[str, ...]]:
+def _missing_tables_plan(d: Dialect) -> Plan[tuple[str, ...]]:
     rows = yield (d.tables_sql, ())
     present = {str(r[0]) for r in rows}
     return tuple(t for t in STORE_TABLES if t not in present)
@@ -253,7 +257,7 @@ def _check_request_id(request_id: object) -> str:
 
 
 def _save_plan(
-    d: _Dialect, record: Mapping[str, Any], request_id: str, text: str, now: dt.datetime
+    d: Dialect, record: Mapping[str, Any], request_id: str, text: str, now: dt.datetime
 ) -> Plan[None]:
     head = yield (f"SELECT seq, hash FROM solvi_audit_head WHERE id = 1{d.lock_head}", ())
     taken = yield ("SELECT 1 FROM solvi_responses WHERE request_id = %s", (request_id,))
@@ -321,7 +325,7 @@ def _last_row_plan() -> Plan[int]:
 
 
 def _records_plan(
-    d: _Dialect, after: int, upto: int, since: dt.datetime | None, catalog: str | None
+    d: Dialect, after: int, upto: int, since: dt.datetime | None, catalog: str | None
 ) -> Plan[list[Row]]:
     sql = "SELECT id, request_id, record FROM solvi_responses WHERE id > %s AND id <= %s"
     params: list[Any] = [after, upto]
@@ -354,7 +358,7 @@ def _load_costs_plan(catalog: str) -> Plan[dict[str, tuple[int, float]]]:
 
 
 def _save_blob_plan(
-    d: _Dialect, catalog: str, name: str, data: bytes, now: dt.datetime
+    d: Dialect, catalog: str, name: str, data: bytes, now: dt.datetime
 ) -> Plan[None]:
     yield (
         "INSERT INTO solvi_blobs (catalog, name, data, updated) VALUES (%s, %s, %s, %s) "
@@ -433,7 +437,7 @@ def _now() -> dt.datetime:
 class PlanStore(abc.ABC):
     """The public operations of a store, on top of a backend that runs plans."""
 
-    _dialect: _Dialect
+    _dialect: Dialect
     #: opened read only (`open_store(..., read_only=True)`): every write is refused
     read_only: bool = False
 

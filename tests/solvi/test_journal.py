@@ -51,7 +51,7 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     import psycopg
 
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS journal_entries, journal_requests, journal_version")
+        conn.execute("DROP TABLE IF EXISTS journal_entries, journal_requests, solvi_migrations")
     return POSTGRES
 
 

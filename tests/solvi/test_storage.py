@@ -24,7 +24,7 @@ from solvi.storage import (
 )
 
 TABLES = {
-    "solvi_schema_version",
+    "solvi_migrations",
     "solvi_responses",
     "solvi_audit",
     "solvi_audit_head",
@@ -50,11 +50,11 @@ def _tables(db: Backend) -> set[str]:
 
 
 def test_opening_creates_the_schema_and_records_its_version(db: Backend) -> None:
-    """A new store creates every table and writes the schema version."""
+    """A new store creates every table and writes its version in the migration table."""
     store = db.open()
     store.close()
-    assert TABLES <= _tables(db)
-    assert db.sql("SELECT version FROM solvi_schema_version") == [(SCHEMA_VERSION,)]
+    assert _tables(db) - {"sqlite_sequence"} == TABLES
+    assert db.sql("SELECT component, version FROM solvi_migrations") == [("store", SCHEMA_VERSION)]
     assert SCHEMA_VERSION == 1
 
 
@@ -70,13 +70,13 @@ def test_reopening_keeps_data_and_migrates_nothing(db: Backend, system: System) 
         assert again.audit_head()[0] == 1
     finally:
         again.close()
-    assert db.sql("SELECT version FROM solvi_schema_version") == [(SCHEMA_VERSION,)]
+    assert db.sql("SELECT component, version FROM solvi_migrations") == [("store", SCHEMA_VERSION)]
 
 
 def test_a_store_from_a_newer_solvi_is_refused(db: Backend) -> None:
     """A schema version above what this solvi knows raises StoreError naming both versions."""
     db.open().close()
-    db.sql("UPDATE solvi_schema_version SET version = 99")
+    db.sql("UPDATE solvi_migrations SET version = 99 WHERE component = 'store'")
     with pytest.raises(StoreError, match=r"schema version 99.*up to 1; upgrade solvi"):
         db.open()
 
