@@ -4,7 +4,9 @@
 default and suits one machine, even several processes on it. `PostgresStore`
 (psycopg 3 and its pools) suits several processes or machines sharing
 decisions. Both create and migrate their tables themselves, recording the
-schema version in ``solvi_schema_version``. `open_store` turns a path or URL
+schema version as the ``store`` row of ``solvi_migrations`` (the table a journal in
+the same database keeps its own row in; a store made before it, with
+``solvi_schema_version``, is upgraded when opened). `open_store` turns a path or URL
 into a store; ``read_only=True`` opens one for auditing, writing nothing.
 
 Every operation is written once, as a *plan* (see `solvi._db.store_plans`), and
