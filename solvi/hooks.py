@@ -2,9 +2,10 @@
 
 A hook is any object with some of `request_started`, `step_started`,
 `step_finished` and `request_finished`; each is called with a frozen event. Pass
-hooks to `System(hooks=[...])`. Which methods exist is looked up once, when the
-System is built, so a System without hooks pays nothing, and a hook pays only
-for the methods it has. `ask`, `ask(workers=N)` and `aask` deliver the same
+hooks to `System(hooks=[...])`, or to one call (`ask(state, hooks=[...])`, after
+the System's). Which methods exist is looked up once, when the System is built,
+so a System without hooks pays nothing, and a hook pays only for the methods it
+has. `ask`, `ask(workers=N)` and `aask` deliver the same
 events for the same request (concurrent steps in the order they happened).
 
 Hooks run on the thread of the step they describe (a worker thread under
@@ -109,13 +110,16 @@ class HookTable:
     request_finished: tuple[Callable[[RequestEvent], None], ...] = ()
 
     @classmethod
-    def build(cls, hooks: Iterable[object]) -> HookTable | None:
-        """The table for `hooks`, or None when there are none (nothing to pay).
+    def build(cls, hooks: Iterable[object], base: HookTable | None = None) -> HookTable | None:
+        """The table for `hooks` after those of `base` (a System's, under a request's
+        own hooks), or None when there are none (nothing to pay).
 
         Raises:
             TypeError: a hook has none of the four methods.
         """
-        table: dict[str, list[Callable[[Any], None]]] = {name: [] for name in _METHODS}
+        table: dict[str, list[Callable[[Any], None]]] = {
+            name: [] if base is None else list(getattr(base, name)) for name in _METHODS
+        }
         for hook in hooks:
             found = [name for name in _METHODS if callable(getattr(hook, name, None))]
             if not found:

@@ -447,6 +447,7 @@ class System:
         timeout: float | None = None,
         order: Any = None,
         request_id: str | None = None,
+        hooks: Iterable[object] = (),
     ) -> Response:
         """Answer every question for one request, synchronously.
 
@@ -459,6 +460,8 @@ class System:
                 ``p_fail(check, row)`` and ``row(vals, init_keys)``.
             request_id: the request's id in the journal and the store
                 (default: a fresh random id).
+            hooks: hooks told of this request only, after the System's (a
+                server's metrics, a trace of one request).
 
         Returns:
             The Response. Parts that raise or time out never raise here: they
@@ -468,7 +471,7 @@ class System:
             TypeError: `state` is not a mapping with string keys.
         """
         self._check_new_in_journal(request_id, self.journal)
-        run = self._start(state, early_exit, timeout, request_id, eager=True)
+        run = self._start(state, early_exit, timeout, request_id, hooks, eager=True)
         policy = self._order_policy(order)
         n = self.workers if workers is None else workers
         if n == 1:
@@ -494,6 +497,7 @@ class System:
         early_exit: bool | None,
         timeout: float | None,
         request_id: str | None,
+        hooks: Iterable[object],
         *,
         eager: bool,
     ) -> Run:
@@ -518,7 +522,7 @@ class System:
             prices=prices,
             found=self.guards == "found",
         )
-        table = self._hook_table
+        table = self._hook_table if not hooks else HookTable.build(hooks, self._hook_table)
         if self.journal is not None or self.store is not None or table is not None:
             rid = request_id or _new_request_id()
             run.request_id = rid
@@ -553,6 +557,7 @@ class System:
         timeout: float | None = None,
         order: Any = None,
         request_id: str | None = None,
+        hooks: Iterable[object] = (),
     ) -> Response:
         """Answer every question for one request on the running event loop.
 
@@ -569,6 +574,7 @@ class System:
             timeout: seconds, for async and blocking parts without their own.
             order: as for `ask`. Under a learned order hard checks run one at
                 a time, so `speculate` is ignored with a UserWarning.
+            request_id, hooks: as for `ask`.
 
         Raises:
             TypeError: `state` is not a mapping with string keys.
@@ -578,7 +584,7 @@ class System:
             # Shielded, so that a request cancelled now is still journaled, as cancelled.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._check_new_in_journal, request_id, self.journal)
-        run = self._start(state, early_exit, timeout, request_id, eager=False)
+        run = self._start(state, early_exit, timeout, request_id, hooks, eager=False)
         policy = self._order_policy(order)
         if policy is not None and speculate:
             warnings.warn(

@@ -11,7 +11,6 @@ import importlib
 import json
 import math
 from collections.abc import Mapping
-from time import perf_counter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +121,7 @@ class _Server:
         self.limits = limits
         self.keys = keys
         self.metrics = Metrics(system)
+        self.hooks = (self.metrics,)
         self.questions = tuple(q.name for q in system.questions)
         self.description = openapi(system, limits.max_body, limits.max_keys, keys)
         self.health = {
@@ -151,7 +151,6 @@ class _Server:
             return _refuse(err)
         except ClientDisconnect:
             return _refuse(gone)
-        started = perf_counter()
         self.metrics.in_flight += 1
         try:
             res = await self._answer(request, state, options)
@@ -166,7 +165,6 @@ class _Server:
             self.metrics.in_flight -= 1
         if res is None:
             return _refuse(gone)
-        self.metrics.observe(res, perf_counter() - started)
         from starlette.responses import Response
 
         try:
@@ -216,6 +214,7 @@ class _Server:
                     early_exit=options.early_exit,
                     speculate=options.speculate,
                     timeout=options.timeout,
+                    hooks=self.hooks,
                 )
             )
             tg.cancel_scope.cancel()

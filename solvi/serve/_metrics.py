@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from solvi.response import Response as Answered
+from solvi.hooks import RequestEvent, StepEvent
 from solvi.system import System
 
 if TYPE_CHECKING:
@@ -54,7 +54,12 @@ def _label(value: str) -> str:
 
 
 class Metrics:
-    """What one app has served, written in the Prometheus text format (version 0.0.4)."""
+    """What one app has served, written in the Prometheus text format (version 0.0.4).
+
+    It is a hook (`solvi.Hook`) the app passes to each `aask` it makes, so it counts
+    the app's requests only, as they run: a call is counted when it ends, even in a
+    request whose client then went away.
+    """
 
     def __init__(self, system: System) -> None:
         self.catalog = system.name
@@ -72,18 +77,23 @@ class Metrics:
         key = (path, method, status)
         self.http[key] = self.http.get(key, 0) + 1
 
-    def observe(self, res: Answered, seconds: float) -> None:
-        self.asks.observe(seconds)
-        for name, answer in res.answers.items():
-            self.answers[name, answer.status] = self.answers.get((name, answer.status), 0) + 1
-        for guard in res.safeguards:
-            kind = (guard.kind, guard.part)
+    def step_finished(self, event: StepEvent) -> None:
+        """A call ended: its duration, and a safeguard unless it returned a value."""
+        hist = self.parts.get(event.part)
+        if hist is None:
+            hist = self.parts[event.part] = _Histogram()
+        hist.observe(event.duration or 0.0)
+        if event.outcome != "ok":
+            kind = (str(event.outcome), event.part)
             self.safeguards[kind] = self.safeguards.get(kind, 0) + 1
-        for step in res.trace.steps:
-            hist = self.parts.get(step.part)
-            if hist is None:
-                hist = self.parts[step.part] = _Histogram()
-            hist.observe(step.duration_ms / 1000.0)
+
+    def request_finished(self, event: RequestEvent) -> None:
+        """A request has its response: its duration and each question's status."""
+        if event.outcome != "ok":
+            return  # its caller went away: no answer was given
+        self.asks.observe(event.duration or 0.0)
+        for name, status in event.answers:
+            self.answers[name, status] = self.answers.get((name, status), 0) + 1
 
     def render(self) -> str:
         lines = [

@@ -78,6 +78,7 @@ def _catalog() -> Catalog:
 
 
 QUESTIONS = [Question("approve", forced=False), Question("explain")]
+APPROVE = [Question("approve", forced=False)]
 
 
 @pytest.mark.parametrize("policy_id", ["P-1", "lapsed"])
@@ -201,3 +202,60 @@ def test_a_hook_may_have_only_some_methods() -> None:
     ends = Ends()
     System(_catalog(), QUESTIONS, hooks=[ends]).ask({"policy_id": "lapsed", "claim": 1})
     assert ends.parts == ["policy", "policy_active", "broken"]
+
+
+@pytest.mark.parametrize("how", ["ask", "threads", "asyncio", "trio"])
+def test_a_request_s_own_hooks_hear_that_request_only_after_the_system_s(how: str) -> None:
+    """`hooks=` on one call: told that request's events, each after the System's hooks;
+    the next request without them tells them nothing."""
+    heard: list[tuple[str, str]] = []
+
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def step_finished(self, event: StepEvent) -> None:
+            heard.append((self.name, event.part))
+
+    system = System(_catalog(), APPROVE, hooks=[Named("system")])
+    state = {"policy_id": "lapsed", "claim": 40}
+    mine = Named("request")
+
+    def one(hooks: tuple[object, ...]) -> None:
+        if how == "ask":
+            system.ask(state, hooks=hooks)
+        elif how == "threads":
+            system.ask(state, workers=4, hooks=hooks)
+        else:
+            anyio.run(lambda: system.aask(state, hooks=hooks), backend=how)
+
+    one((mine,))
+    assert heard == [(who, p) for p in ("policy", "policy_active") for who in ("system", "request")]
+    heard.clear()
+    one(())
+    assert heard == [("system", "policy"), ("system", "policy_active")]
+    system.close()
+
+
+def test_a_request_s_hooks_work_on_a_system_without_hooks() -> None:
+    """A System built without hooks still tells a request's own hooks, then none again."""
+    recorder = Recorder()
+    system = System(_catalog(), APPROVE)
+    system.ask({"policy_id": "lapsed", "claim": 40}, hooks=[recorder])
+    assert [k for k, _ in recorder.events] == [
+        "request_started",
+        "step_started",
+        "step_finished",
+        "step_started",
+        "step_finished",
+        "request_finished",
+    ]
+    system.ask({"policy_id": "lapsed", "claim": 40})
+    assert len(recorder.events) == 6
+
+
+def test_a_request_s_hook_with_no_method_is_refused() -> None:
+    """A request's hook must have one of the four methods too; nothing runs."""
+    system = System(_catalog(), APPROVE)
+    with pytest.raises(TypeError, match="has none of request_started"):
+        system.ask({"policy_id": "lapsed", "claim": 40}, hooks=[object()])

@@ -481,6 +481,24 @@ async def test_metrics_count_what_happened(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.asyncio
+async def test_two_apps_on_one_system_count_their_own_requests(system: System) -> None:
+    """The metrics are each app's own hook: an app counts the requests it served, not
+    another app's on the same System, nor the System's direct callers'."""
+    system.ask(LOANS[0])
+    async with _client(asgi(system)) as first, _client(asgi(system)) as second:
+        for state in LOANS[:3]:
+            assert (await first.post("/v1/ask", json=state)).status_code == 200
+        assert (await second.post("/v1/ask", json=LOANS[0])).status_code == 200
+        one = _samples((await first.get("/metrics")).text)
+        two = _samples((await second.get("/metrics")).text)
+    assert one["solvi_ask_duration_seconds_count"] == 3
+    assert two["solvi_ask_duration_seconds_count"] == 1
+    assert one['solvi_part_duration_seconds_count{part="credit_score"}'] == 3
+    assert two['solvi_part_duration_seconds_count{part="credit_score"}'] == 1
+    assert system.hooks == ()
+
+
+@pytest.mark.asyncio
 async def test_metrics_are_valid_exposition_text(client: httpx.AsyncClient) -> None:
     """Every line is a comment or a sample `name{labels} value`, each family typed once."""
     await client.post("/v1/ask", json=LOANS[0])
