@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from random import random
 from typing import Any
 
 import attrs
@@ -32,16 +33,33 @@ class CostBook(Mapping[str, PartCost]):
     Reading it is a mapping of part name to `PartCost`. Writes come from the
     System after each request, under a lock, so threads may share it.
 
+    Folding a request in is most of what measuring costs `ask` per step, so a
+    cumulative mean may be sampled: every request is measured until `first` have
+    been, then one request in `one_in`, drawn at random (so no periodic mix of
+    requests is always the one left out). The means stay those of the calls
+    made; `samples` counts the calls measured. A moving average always measures
+    every request, since it is there to notice a slowdown at once.
+
     Args:
         alpha: weight of a new sample in an exponential moving average; None
             keeps the plain cumulative mean.
+        first: requests measured in full before sampling starts.
+        one_in: after `first`, measure one request in this many (1: all).
     """
 
-    def __init__(self, alpha: float | None = None) -> None:
+    def __init__(self, alpha: float | None = None, *, first: int = 1000, one_in: int = 1) -> None:
         if alpha is not None and not 0.0 < alpha <= 1.0:
             msg = f"alpha must be in (0, 1] or None, got {alpha!r}"
             raise ValueError(msg)
+        for name, value, least in (("first", first, 0), ("one_in", one_in, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                msg = f"{name} must be a whole number >= {least}, got {value!r}"
+                raise ValueError(msg)
         self.alpha = alpha
+        self.first = first
+        self.one_in = one_in if alpha is None else 1
+        self._seen = 0
+        self._chance = 1.0 / self.one_in
         #: part -> [samples, total seconds] for the cumulative mean (so folding in a
         #: sample is two additions), or [samples, mean ms] for the moving average
         self._stats: dict[str, list[float]] = {}
@@ -89,7 +107,13 @@ class CostBook(Mapping[str, PartCost]):
         if self.alpha is not None:
             self._fold((a[1], a[3], a[4]) for a in attempts)
             return
-        # The cumulative mean, every request's cost: unrolled for speed.
+        if self.one_in > 1:
+            if self._seen >= self.first:
+                if random() >= self._chance:
+                    return
+            else:
+                self._seen += 1  # racy under threads: at worst a few more measured
+        # The cumulative mean: unrolled for speed.
         stats = self._stats
         get = stats.get
         with self._lock:

@@ -194,7 +194,9 @@ class System:
         ).hexdigest()[:8]
         self._journal_version = f"{self.version}.{questions_digest}"
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
-        self.cost_book = CostBook(alpha=self.costs.alpha)
+        # Sampled only where no choice waits on each measurement (see CostBook).
+        sampled = cost_policy == "declared" and not self.settings.learned_producers
+        self.cost_book = CostBook(alpha=self.costs.alpha, one_in=8 if sampled else 1)
         self._chooser: ProducerChooser | None = None
         if cost_policy == "measured" or self.settings.learned_producers:
             groups: dict[str, list[Any]] = {}
@@ -278,7 +280,7 @@ class System:
 
     def _order_policy(self, order: Any) -> OrderPolicy | None:
         if order is None:
-            order = self.order
+            order = self.settings.order
         if order == "default":
             return None
         if order == "learned":
@@ -473,7 +475,7 @@ class System:
         self._check_new_in_journal(request_id, self.journal)
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=True)
         policy = self._order_policy(order)
-        n = self.workers if workers is None else workers
+        n = self.settings.workers if workers is None else workers
         if n == 1:
             run_sequential(
                 run, policy, self._node_cost, by_declaration=self._by_declaration(policy)
@@ -513,14 +515,15 @@ class System:
         for key, value in state.items():
             if type(value) not in PLAIN_TYPES:
                 check_request_value(key, value)
+        settings = self.settings  # read once: this runs on every request
         run = Run(
             program,
             state,
-            early_exit=self.early_exit if early_exit is None else early_exit,
-            timeout=self.timeout if timeout is None else timeout,
+            early_exit=settings.early_exit if early_exit is None else early_exit,
+            timeout=settings.timeout if timeout is None else timeout,
             started=perf_counter(),
             prices=prices,
-            found=self.guards == "found",
+            found=settings.guards == "found",
         )
         table = self._hook_table if not hooks else HookTable.build(hooks, self._hook_table)
         if self.journal is not None or self.store is not None or table is not None:
@@ -668,7 +671,7 @@ class System:
         if self._chooser is not None:
             self._chooser.ran(a[A_PART] for a in attempts)
             self._chooser.learn(run.state, attempts)
-        if self.learn:
+        if self.settings.learn:
             self._observe(self.order_model, run)
         timeouts = errors = 0
         if run.failures:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import attrs
 
-from solvi._run.steps import Cause, Node, Program, cause_of, waiting_counts
+from solvi._run.steps import Cause, Drive, Node, Program, cause_of, waiting_counts
 from solvi.hooks import HookTable, Outcome, StepEvent
 from solvi.question import Fail
 from solvi.record import PLAIN_TYPES as _PLAIN
@@ -454,19 +454,6 @@ def attempts(run: Run, node: Node) -> Generator[Request, Any, None]:
             return
 
 
-@attrs.frozen
-class Drive:
-    """A batch of nodes a driver runs to the end before it asks for the next one."""
-
-    indices: tuple[int, ...]
-    #: skip, here and now, the nodes no open question needs
-    filter_wanted: bool = False
-    #: the whole phase `phase` of the program (its ready lists were worked out at compile time)
-    phase: int | None = None
-    #: start everything as soon as its inputs are ready; cancel what becomes unnecessary
-    speculative: bool = False
-
-
 def drives(
     run: Run,
     order: Any = None,
@@ -493,12 +480,13 @@ def drives(
         run.settle()
         run.drop_unneeded()
         return
-    yield Drive(phase0, phase=0)
+    whole0, whole1, wanted1 = program.phase_drives
+    yield whole0
     if run.early_exit:
         run.settle()
-        yield Drive(phase1, filter_wanted=run.open_mask != program.all_questions_mask, phase=1)
+        yield wanted1 if run.open_mask != program.all_questions_mask else whole1
     else:
-        yield Drive(phase1, phase=1)
+        yield whole1
         run.settle()
 
 

@@ -24,6 +24,7 @@ from solvi.record import NO_JSON_FORM
 
 __all__ = [
     "Cause",
+    "Drive",
     "Node",
     "PartTimeout",
     "Program",
@@ -132,6 +133,19 @@ class QuestionSlot:
 
 
 @attrs.frozen
+class Drive:
+    """A batch of nodes a driver runs to the end before it asks for the next one."""
+
+    indices: tuple[int, ...]
+    #: skip, here and now, the nodes no open question needs
+    filter_wanted: bool = False
+    #: the whole phase `phase` of the program (its ready lists were worked out at compile time)
+    phase: int | None = None
+    #: start everything as soon as its inputs are ready; cancel what becomes unnecessary
+    speculative: bool = False
+
+
+@attrs.frozen
 class Program:
     """Everything about a flow the drivers need, computed once per key set."""
 
@@ -149,6 +163,24 @@ class Program:
     #: each producer's place in the flow (node by node, producers in order):
     #: how a record sorts the attempts of a request, however they finished
     part_rank: Mapping[str, int]
+    #: per node, what the sequential driver's fast path reads, unpacked in one step:
+    #: (func, arity, its input's name or the getter of its inputs, fact, part,
+    #: whether its value is kept as it is); None for a node off the fast path
+    inline: tuple[InlineRow | None, ...]
+    #: the drives of a request run phase by phase: phase 0, phase 1 whole, and
+    #: phase 1 skipping what no open question needs (made once, not per request)
+    phase_drives: tuple[Drive, Drive, Drive]
+
+
+#: see `Program.inline`
+InlineRow = tuple[Any, int, Any, str, str, bool]
+
+
+def _inline_row(node: Node) -> InlineRow | None:
+    if not node.simple:
+        return None
+    arg = node.inputs[0] if node.arity == ARITY_ONE else node.getter
+    return (node.func, node.arity, arg, node.fact, node.first_part, not node.is_check)
 
 
 def compile_flow(flow: Flow) -> Program:
@@ -236,6 +268,12 @@ def compile_flow(flow: Flow) -> Program:
         step_names=flow.steps,
         part_rank=MappingProxyType(
             {p.name: rank for rank, p in enumerate(p for n in nodes for p in n.parts)}
+        ),
+        inline=tuple(_inline_row(n) for n in nodes),
+        phase_drives=(
+            Drive(phase0, phase=0),
+            Drive(phase1, phase=1),
+            Drive(phase1, filter_wanted=True, phase=1),
         ),
     )
 

@@ -76,46 +76,48 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
     """Run `indices` one after another, in flow order.
 
     This loop is the per-step cost of `ask`, so the fast path is written out here:
-    one clock reading per step (a step starts when the one before ended), the call
-    by arity, and `Run.fast_ok`'s common case (a plain value, not a check) inline.
+    one clock reading per step (a step starts when the one before ended), what the
+    step needs unpacked from one precomputed row (`Program.inline`), the call by
+    arity, and `Run.fast_ok`'s common case (a plain value kept as it is) inline.
     """
-    nodes = run.program.nodes
+    program = run.program
+    nodes = program.nodes
+    rows = program.inline if run.bare else (None,) * len(nodes)
     vals = run.vals
     status = run.status
     record = run.attempts.append
     causes = run.causes  # the same dict all along: a failure adds to it
-    bare = run.bare
     start = perf_counter()
     for index in indices:
         if status[index] != PENDING:
             continue  # settled before a resume
-        node = nodes[index]
-        if filter_wanted and not node.qmask & run.open_mask:
-            run.skip_unneeded(node)
+        if filter_wanted and not nodes[index].qmask & run.open_mask:
+            run.skip_unneeded(nodes[index])
             continue
-        if not (bare and node.simple) or causes:
-            run_node(run, node)
+        row = rows[index]
+        if row is None or causes:
+            run_node(run, nodes[index])
             start = perf_counter()
             continue
-        arity = node.arity
+        func, arity, arg, fact, part, as_is = row
         try:
             if arity == ARITY_ONE:
-                value = node.func(vals[node.inputs[0]])
+                value = func(vals[arg])
             elif arity == ARITY_NONE:
-                value = node.func()
+                value = func()
             else:
-                value = node.func(*node.getter(vals))
+                value = func(*arg(vals))
         except Exception as exc:
-            run.fast_failed(node, start, exc)
+            run.fast_failed(nodes[index], start, exc)
             start = perf_counter()
             continue
         end = perf_counter()
-        if type(value) in PLAIN_TYPES and not node.is_check:
-            record((index, node.first_part, node.fact, start, end, "ok", None))
-            vals[node.fact] = value
+        if as_is and type(value) in PLAIN_TYPES:
+            record((index, part, fact, start, end, "ok", None))
+            vals[fact] = value
             status[index] = OK
         else:
-            run.fast_ok(node, start, end, value)
+            run.fast_ok(nodes[index], start, end, value)
         start = end
 
 

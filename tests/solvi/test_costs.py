@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 import pytest
@@ -81,3 +82,64 @@ def test_a_part_never_measured_has_no_entry() -> None:
     assert book.mean("x", 5.0) == 5.0
     book.observe([("x", 0.002)])
     assert book["x"] == PartCost(1, pytest.approx(2.0))
+
+
+def test_a_sampled_book_measures_every_request_first_then_one_in_n() -> None:
+    """`first` requests are all measured; of the next 4,000, about one in four is, and
+    the mean is still that of the calls measured."""
+    book = CostBook(first=10, one_in=4)
+    for _ in range(10):
+        book.observe_attempts(_attempts([("a", 0.002)]))
+    assert book["a"].samples == 10
+    for _ in range(4000):
+        book.observe_attempts(_attempts([("a", 0.002)]))
+    measured = book["a"].samples - 10
+    assert 800 < measured < 1200  # binomial(4000, 1/4): 1000 +- 27 per standard deviation
+    assert math.isclose(book["a"].mean_ms, 2.0, rel_tol=1e-9)
+
+
+def test_a_book_measures_every_request_unless_told_to_sample() -> None:
+    """By default, and always with a moving average, every request is measured."""
+    for book in (CostBook(first=0), CostBook(alpha=0.5, first=0, one_in=8)):
+        for _ in range(50):
+            book.observe_attempts(_attempts([("a", 0.001)]))
+        assert book["a"].samples == 50
+        assert book.one_in == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"one_in": 0}, "one_in must be a whole number >= 1, got 0"),
+        ({"one_in": 2.5}, "one_in must be a whole number >= 1, got 2.5"),
+        ({"first": -1}, "first must be a whole number >= 0, got -1"),
+        ({"first": True}, "first must be a whole number >= 0, got True"),
+    ],
+)
+def test_bad_sampling_settings_are_refused(kwargs: dict[str, object], message: str) -> None:
+    """Sampling settings must be whole numbers in range; the message names the setting."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CostBook(**kwargs)  # type: ignore[arg-type]  # the wrong types are the point
+
+
+def test_a_system_samples_only_where_no_choice_waits_on_each_measurement() -> None:
+    """Declared costs sample after warm-up; measured costs and learned producers never."""
+    from solvi import Catalog, System
+
+    cat = Catalog("sampling")
+
+    @cat.fn(provides="x", cost=1.0)
+    def x_cheap(a: int) -> int:
+        return a
+
+    @cat.fn(provides="x", cost=2.0)
+    def x_dear(a: int) -> int:
+        return a
+
+    @cat.rule
+    def out(x: int) -> int:
+        return x
+
+    assert System(cat).cost_book.one_in == 8
+    assert System(cat, producers="equivalent", cost_policy="measured").cost_book.one_in == 1
+    assert System(cat, producers="learned").cost_book.one_in == 1
