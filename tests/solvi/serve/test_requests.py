@@ -192,7 +192,7 @@ def test_query_options_are_read(query: str, options: AskOptions) -> None:
     ("query", "status", "message"),
     [
         (
-            "early=1",
+            "retries=1",
             400,
             "unknown query parameter 'retries'; this endpoint takes early_exit, "
             "speculate, timeout, question",
