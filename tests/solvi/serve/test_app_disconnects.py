@@ -1,5 +1,6 @@
 """Under `solvi serve` with a journal, clients that disconnect mid-request leave no
-request open in the journal once the server has handled them."""
+request open in the journal once the server has handled them (the app's side of
+cancellation; test_cancellation.py has the journal's)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import serving
 from serving import free_port, serve_command
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLIENTS = 200
 JOURNAL_VARIABLE = "SOLVI_DISCONNECTS_JOURNAL"
 ASK = 'solvi_http_requests_total{path="/v1/ask",method="POST",status="'

@@ -31,8 +31,8 @@ from starlette.routing import Mount
 from solvi import Catalog, SolviError, System
 from solvi.serve import MAX_DEPTH, add_serve_command, asgi, load_system, main
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVE_APP = Path(__file__).resolve().parent / "flows" / "serve_app.py"
+ROOT = Path(__file__).resolve().parents[3]
+SERVE_APP = Path(__file__).resolve().parents[1] / "flows" / "serve_app.py"
 EXAMPLE = ROOT / "examples" / "starlette_app.py"
 JSON = {"content-type": "application/json"}
 

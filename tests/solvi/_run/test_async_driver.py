@@ -1,4 +1,5 @@
-"""`aask`: phases, speculation, timeouts, cancellation and identical records."""
+"""The async driver (`solvi._run.async_`), through `aask`: phases, speculation, timeouts,
+cancellation and identical records."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The server's bounds: strict UTF-8 and finite numbers, each key once, a limit on keys,
-and read deadlines for headers and bodies (checked on a real uvicorn over a socket)."""
+"""The server's bounds: read deadlines for headers and bodies (`solvi.serve._protocol`,
+checked on a real uvicorn over a socket), and through the app strict UTF-8 and finite
+numbers, each key once and a limit on keys (body parsing alone is in test_requests.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from serving import free_port, in_process_client, serve_command, served
 
 from solvi.serve import add_serve_command, asgi
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVE_APP = Path(__file__).resolve().parent / "flows" / "serve_app.py"
+ROOT = Path(__file__).resolve().parents[3]
+SERVE_APP = Path(__file__).resolve().parents[1] / "flows" / "serve_app.py"
 JSON = {"content-type": "application/json"}
 NOT_UTF8 = "the body is not UTF-8 text: {why}; send the state as UTF-8 encoded JSON"
 INFINITE = (

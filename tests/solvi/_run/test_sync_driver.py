@@ -1,4 +1,5 @@
-"""`ask`: early exit, threads, fallbacks, timeouts and errors as safeguards."""
+"""The sync driver (`solvi._run.sync`), through `ask`: early exit, threads, fallbacks,
+timeouts and errors as safeguards."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from solvi._db import journal_log
 from solvi._db.journal_base import EntryRows, statements_of
 from solvi.journal import INSERT_ENTRY, JournalError, SQLiteJournal
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/solvi, where the flows live
 #: what the killed child settled before it died inside `points`
 SETTLED = ("policy", "policy_in_force", "fraud_score", "documents")
 

@@ -24,7 +24,7 @@ from solvi.serve._types import json_types, parameter_types
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = ["age", "customer", "debts", "income"]
 COMPUTED = ["adult", "affordable", "approve", "credit_score", "debt_ratio", "limit"]
 TAIL = (
