@@ -614,14 +614,7 @@ class System:
             if run.journal is not None:
                 await self._close_cancelled(run)
             if run.hooks is not None:
-                event = RequestEvent(
-                    run.request_id,
-                    self.name,
-                    run.started,
-                    "cancelled",
-                    perf_counter() - run.started,
-                )
-                run.hooks.emit("request_finished", event)
+                run.request_ended(self.name, "cancelled")
             raise
         except BaseException:
             # Not the caller's doing: the request stays open, for `recover` once this
@@ -689,16 +682,9 @@ class System:
                 stats["errors"] += errors
         response = extract.respond(run, self.name, self.version, request_id=run.request_id)
         if run.hooks is not None:
-            answers = tuple((name, a.status) for name, a in response.answers.items())
-            event = RequestEvent(
-                run.request_id,
-                self.name,
-                run.started,
-                "ok",
-                perf_counter() - run.started,
-                answers,
+            run.request_ended(
+                self.name, "ok", ((name, a.status) for name, a in response.answers.items())
             )
-            run.hooks.emit("request_finished", event)
         return response
 
     def _learning_due(self) -> bool:

@@ -72,33 +72,9 @@ async def _astarting(run: Run, node: Node, tried: int) -> Cause | None:
     return None
 
 
-async def _fast_step(run: Run, node: Node) -> None:
-    """A node with one plain producer: its start journaled (when there is a journal),
-    the call, its outcome; what `run_node_async` does for it, in fewer steps."""
-    start = perf_counter()
-    if run.journal is not None:
-        refused = await _astarting(run, node, 0)
-        if refused is not None:
-            run.called(node, 0, start, perf_counter(), None, refused)
-            return
-    try:
-        value = fast_call(node, run.vals)
-        if node.simple_async:
-            value = await value
-    except Exception as exc:
-        run.fast_failed(node, start, exc)
-        return
-    if run.journal is None:
-        run.fast_ok(node, start, perf_counter(), value)
-    else:
-        run.called(node, 0, start, perf_counter(), value, None)  # records the settled entry
-
-
 async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
-    """Compute one node: try its producers in order until one succeeds."""
-    if run.fast_async(node):
-        await _fast_step(run, node)
-        return
+    """Compute one node: try its producers in order until one succeeds (the general
+    path; a worker calls a fast-path node itself, see `_Driver._worker`)."""
     plan = attempts(run, node)
     try:
         action, arg = next(plan)
@@ -228,23 +204,23 @@ class _Driver:
                     self.slow_ready -= 1
                 self.running += 1
                 node = nodes[index]
-                if (
-                    run.journal is None
-                    and run.fast_async(node)
-                    and not (self.speculative and node.phase == 1)
-                ):
+                if run.fast_async(node) and not (self.speculative and node.phase == 1):
                     # The fast path in this task's own frame: no coroutine per step
-                    # beyond the part's, which keeps the collector's work down. With a
-                    # journal, `_fast_step` writes the start and outcome around the call.
+                    # beyond the part's (and the journal's start), which keeps the
+                    # collector's work down.
                     start = perf_counter()
-                    try:
-                        value = fast_call(node, run.vals)
-                        if node.simple_async:
-                            value = await value
-                    except Exception as exc:
-                        run.fast_failed(node, start, exc)
+                    refused = None if run.journal is None else await _astarting(run, node, 0)
+                    if refused is not None:
+                        run.called(node, 0, start, perf_counter(), None, refused)
                     else:
-                        run.fast_ok(node, start, perf_counter(), value)
+                        try:
+                            value = fast_call(node, run.vals)
+                            if node.simple_async:
+                                value = await value
+                        except Exception as exc:
+                            run.fast_failed(node, start, exc)
+                        else:
+                            run.fast_returned(node, start, perf_counter(), value)
                 else:
                     await self._execute(node)
                 self.running -= 1

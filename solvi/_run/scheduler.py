@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Generator, Iterator, Sequence
 from time import perf_counter
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
 from solvi._run.steps import Cause, Drive, Node, Program, cause_of, waiting_counts
-from solvi.hooks import HookTable, Outcome, StepEvent
+from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.question import Fail
 from solvi.record import PLAIN_TYPES as _PLAIN
 from solvi.record import json_problem
@@ -209,6 +209,22 @@ class Run:
         )
         self.hooks.emit("step_finished", event)
 
+    def request_ended(
+        self, system_name: str, outcome: Literal["ok", "cancelled"], answers: Any = ()
+    ) -> None:
+        """Tell the hooks the request has its response, or was cancelled (call only
+        when `hooks` is set)."""
+        assert self.hooks is not None
+        event = RequestEvent(
+            self.request_id,
+            system_name,
+            self.started,
+            outcome,
+            perf_counter() - self.started,
+            tuple(answers),
+        )
+        self.hooks.emit("request_finished", event)
+
     # -- the fast path: one producer, called directly ------------------------
 
     def fast_sync(self, node: Node) -> bool:
@@ -231,6 +247,14 @@ class Run:
         self.attempts.append((node.index, node.first_part, node.fact, start, end, "ok", None))
         self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
+
+    def fast_returned(self, node: Node, start: float, end: float, value: Any) -> None:
+        """Record a fast-path call that returned: settled in the journal when the
+        request has one."""
+        if self.journal is None:
+            self.fast_ok(node, start, end, value)
+        else:
+            self.called(node, 0, start, end, value, None)
 
     def fast_failed(self, node: Node, start: float, exc: Exception) -> None:
         """Record a fast-path call that raised (or timed out)."""
