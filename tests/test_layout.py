@@ -92,3 +92,24 @@ def test_no_module_is_over_800_lines(package: str) -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def _mirror_place(module: Path) -> tuple[Path, str]:
+    """Where the tests of `module` live: solvi/a/b.py -> tests/solvi/a/, files test_b*.py
+    (a leading underscore dropped: _app.py -> test_app*.py)."""
+    relative = module.relative_to(ROOT)
+    stem = module.stem.removeprefix("_")
+    return ROOT / "tests" / relative.parent, f"test_{stem}*.py"
+
+
+def test_every_solvi_module_has_a_test_file_in_its_mirror_place() -> None:
+    """tests/ mirrors solvi/: each module (but __init__ and __main__) has a test file."""
+    missing = []
+    for module in sorted((ROOT / "solvi").rglob("*.py")):
+        if module.name in ("__init__.py", "__main__.py"):
+            continue
+        folder, pattern = _mirror_place(module)
+        if not any(folder.glob(pattern)):
+            create = (folder / pattern.replace("*", "")).relative_to(ROOT)
+            missing.append(f"{module.relative_to(ROOT)}: create {create}")
+    assert not missing, "modules without a test file of their own:\n  " + "\n  ".join(missing)

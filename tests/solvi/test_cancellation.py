@@ -1,5 +1,8 @@
 """Cancelled `aask` calls with a journal and a store in the same database: once a
-cancelled call has returned, its request is closed as cancelled by its caller."""
+cancelled call has returned, its request is closed as cancelled by its caller.
+
+A theme file, kept here because it crosses modules: the async driver, hooks, recovery,
+the journal backends and the store."""
 
 from __future__ import annotations
 

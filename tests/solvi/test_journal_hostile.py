@@ -1,7 +1,10 @@
 """A journal is data, never code: a pickle payload planted in any column of the
 journal's tables, or anywhere in a commit log, executes nothing, and the request it
 damages is counted as damaged or refused with a clear error, never dropped; a
-corrupt journal file raises `JournalError` naming the file."""
+corrupt journal file raises `JournalError` naming the file.
+
+A theme file, kept here because it crosses modules: exact values, journal_base, the
+commit logs and both journal backends."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """How a journaled step fails: its start cannot be written, its call raises, or its
 value cannot be recorded. `ask` and `aask` record each the same way, and none of
-them crashes the request."""
+them crashes the request.
+
+A theme file, kept here because it crosses modules: both drivers, the scheduler and
+the journal."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """How the journal writes: rows and checksums, exact values, what each commit carries,
-cancelled requests, older schemas, and PostgreSQL's one statement per commit."""
+cancelled requests, older schemas, and PostgreSQL's one statement per commit.
+
+A theme file, kept here because it crosses modules: recovery's value forms,
+`solvi._db.journal_base`, and both journal backends."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Nothing touches a database, and nothing is synced to disk, on the event loop's
-thread while `aask` runs with a journal and a store."""
+thread while `aask` runs with a journal and a store.
+
+A theme file, kept here because it crosses modules: the async driver, the writer
+thread, the journal backends and the store."""
 
 from __future__ import annotations
 

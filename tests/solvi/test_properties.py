@@ -1,4 +1,7 @@
-"""Properties of planning and `ask` on random catalogs."""
+"""Properties of planning and `ask` on random catalogs.
+
+A theme file, kept here because it crosses modules: the strategist, the flow and the
+sync drivers (the scheduler's own property is in _run/test_scheduler.py)."""
 
 from __future__ import annotations
 

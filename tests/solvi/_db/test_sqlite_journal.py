@@ -1,0 +1,61 @@
+"""The SQLite journal on its own: its options checked, its owner folder, request ids it
+knows, files that are not journals refused, and a journal closed cleanly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from flows.claims_small import Calls, claims_catalog
+
+from solvi import System
+from solvi._db.journal_base import JournalError
+from solvi._db.sqlite_journal import SQLiteJournal
+
+
+def test_synchronous_must_be_normal_or_full(tmp_path: Path) -> None:
+    """Any other setting is refused before a file is touched."""
+    with pytest.raises(ValueError, match=r'^synchronous must be "NORMAL" or "FULL", got \'OFF\'$'):
+        SQLiteJournal(tmp_path / "j.db", synchronous="OFF")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_open_journal_holds_an_owner_lock_beside_the_file(tmp_path: Path) -> None:
+    """A folder of owners next to the database, with this owner's lock in it."""
+    journal = SQLiteJournal(tmp_path / "j.db")
+    try:
+        assert repr(journal) == f"SQLiteJournal({str(tmp_path / 'j.db')!r})"
+        owners = tmp_path / "j.db.owners"
+        assert [p.suffix for p in owners.iterdir() if p.suffix == ".lock"] == [".lock"]
+        assert journal.logs_commits is True
+    finally:
+        journal.close()
+    full = SQLiteJournal(tmp_path / "full.db", synchronous="FULL")
+    assert full.logs_commits is False
+    full.close()
+
+
+def test_has_request_knows_the_ids_of_journaled_requests(tmp_path: Path) -> None:
+    """An id a System journaled is known (also after reopening); another is not."""
+    path = tmp_path / "j.db"
+    system = System(claims_catalog(Calls()), ["approve"], journal=path)
+    system.ask({"policy_id": "P", "claim": {}}, request_id="known")
+    system.close()
+    journal = SQLiteJournal(path, synchronous="FULL")
+    try:
+        assert journal.has_request("known") is True
+        assert journal.has_request("unknown") is False
+    finally:
+        journal.close()
+
+
+def test_a_file_that_is_not_a_journal_is_refused_naming_it(tmp_path: Path) -> None:
+    """Text where a journal should be: a JournalError naming the file and the fix."""
+    path = tmp_path / "j.db"
+    path.write_bytes(b"this is not a database at all, only text " * 4)
+    with pytest.raises(JournalError) as caught:
+        SQLiteJournal(path)
+    assert str(caught.value).startswith(f"{str(path)!r} is not a usable solvi journal (")
+    assert str(caught.value).endswith(
+        "); point journal= at another file, or move this one aside if it is damaged"
+    )

@@ -1,0 +1,92 @@
+"""The SQLite store on its own: a response kept and read back, read-only opens that refuse
+what is not a store (leaving the file as it was), and a closed store said closed."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
+from solvi.errors import StoreError
+
+FIX = "give the path of a store a System wrote (System(store=...))"
+RECORD = {
+    "catalog": "c",
+    "catalog_version": "v",
+    "hash": "h",
+    "answers": {"q": {"status": "decided", "value": 1}},
+    "safeguards": [],
+}
+
+
+def test_a_saved_response_is_read_back_and_counted_in_the_audit_head(tmp_path: Path) -> None:
+    """save_response then get_record, and the head moved to the one decision entry."""
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save_response(RECORD, request_id="r1")
+    assert store.get_record("r1") == RECORD
+    assert store.audit_head()[0] == 1
+    assert repr(store) == f"SQLiteStore({str(tmp_path / 's.db')!r})"
+    store.close()
+    reader = SQLiteStore(tmp_path / "s.db", read_only=True)
+    assert reader.schema_version == 1
+    assert [rid for rid, _ in reader.iter_records()] == ["r1"]
+    with pytest.raises(StoreError, match=r"was opened read only"):
+        reader.save_response(RECORD, request_id="r2")
+    reader.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda p: None, "no SQLite store at {where}: no such file; " + FIX),
+        (lambda p: p.mkdir(), "no SQLite store at {where}: a folder; " + FIX),
+        (
+            lambda p: p.write_bytes(b""),
+            "{where} is an empty file (0 bytes), not a solvi store; " + FIX,
+        ),
+    ],
+    ids=["missing", "folder", "empty"],
+)
+def test_a_read_only_open_refuses_what_is_not_a_store(
+    tmp_path: Path, make: object, problem: str
+) -> None:
+    """Each refusal names the path and what is there instead."""
+    path = tmp_path / "x.db"
+    make(path)  # type: ignore[operator]
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(path, read_only=True)
+    assert str(caught.value) == problem.format(where=repr(str(path)))
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """Text is not a database: refused as such, the file unchanged, no side file made."""
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"not a database, just some text that is long enough" * 4)
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(path, read_only=True)
+    assert str(caught.value).startswith(f"{str(path)!r} is not a SQLite database (")
+    assert str(caught.value).endswith(f"), so not a solvi store; {FIX}")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    """Any call after close() names the store and asks for a new one."""
+    store = SQLiteStore(tmp_path / "s.db")
+    store.close()
+    with pytest.raises(StoreError) as caught:
+        store.get_record("r1")
+    assert str(caught.value) == f"SQLite store {str(tmp_path / 's.db')!r} is closed; open a new one"
+
+
+def test_sqlite_execute_turns_plan_placeholders_into_sqlites() -> None:
+    """%s placeholders run as ? and the rows come back."""
+    conn = sqlite3.connect(":memory:")
+    execute = sqlite_execute(conn)
+    execute("CREATE TABLE t (a, b)", ())
+    execute("INSERT INTO t VALUES (%s, %s)", (1, "x"))
+    assert execute("SELECT a, b FROM t WHERE a = %s", (1,)) == [(1, "x")]
+    conn.close()

@@ -1,0 +1,83 @@
+"""Recovery on its own: the two forms a settled value is journaled in, the input's form,
+and what `resume` refuses (with a journal, no crash needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flows.claims_small import Calls, claims_catalog
+
+from solvi import ResumeRefused, System
+from solvi.recovery import NO_EXACT, state_json, value_forms
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+
+
+@pytest.mark.parametrize(
+    ("value", "forms"),
+    [
+        (3, ("3", None)),
+        ('a"b', ('"a\\"b"', None)),
+        (None, ("null", None)),
+        (True, ("true", None)),
+        (1.5, ("1.5", None)),
+        ({"a": 2, "b": 1}, ('{"a":2,"b":1}', None)),
+        ((1, 2), ("[1,2]", '{"$tuple":[1,2]}')),
+        ({"b": 1, "a": 2}, ('{"a":2,"b":1}', '{"b":1,"a":2}')),  # key order is kept exactly
+        (dt.date(2024, 1, 2), ('"2024-01-02"', '{"$date":"2024-01-02"}')),
+        (_Point(4), ('{"x":4}', NO_EXACT)),
+    ],
+)
+def test_a_settled_value_has_a_record_form_and_an_exact_form(
+    value: Any, forms: tuple[str, str | None]
+) -> None:
+    """Canonical JSON for the record; the exact form only where it differs (NO_EXACT when
+    there is none, so the step is not resumable)."""
+    assert value_forms(value, "p") == forms
+
+
+def test_the_input_is_kept_exactly_when_it_can_be() -> None:
+    """Plain inputs are canonical JSON; a tuple keeps its tag."""
+    assert state_json({"b": 1, "a": "x"}) == '{"a":"x","b":1}'
+    assert state_json({"t": (1, 2)}) == '{"t":{"$tuple":[1,2]}}'
+    assert state_json({"p": _Point(1)}) == '{"p":{"x":1}}'
+
+
+@pytest.fixture
+def journaled(tmp_path: Path) -> Iterator[System]:
+    """The claims System with a SQLite journal."""
+    system = System(claims_catalog(Calls()), ["approve"], journal=tmp_path / "j.db")
+    yield system
+    system.close()
+
+
+def test_a_finished_request_is_not_resumed(journaled: System) -> None:
+    """resume of a closed request says there is nothing to resume; nothing is listed."""
+    journaled.ask({"policy_id": "P", "claim": {}}, request_id="done1")
+    with pytest.raises(
+        ResumeRefused,
+        match=r"^request 'done1' is already closed; there is "
+        r"nothing to resume$",
+    ):
+        journaled.resume("done1")
+    assert journaled.journal_status() == []
+    assert journaled.recover() == []
+
+
+def test_an_unknown_request_names_the_journal(journaled: System, tmp_path: Path) -> None:
+    """resume of an id the journal never saw names the journal it looked in."""
+    with pytest.raises(ResumeRefused) as caught:
+        journaled.resume("nope")
+    assert (
+        str(caught.value)
+        == f"the journal SQLiteJournal('{tmp_path / 'j.db'}') has no request 'nope'"
+    )
+    assert isinstance(caught.value, ValueError)
