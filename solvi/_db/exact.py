@@ -97,13 +97,19 @@ def decode(text: str) -> Any:
         ExactFormError: `text` is not exact JSON as `encode` writes it.
     """
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_bare_constant)
         return _dec(data)
     except ExactFormError:
         raise
     except (ValueError, TypeError, KeyError, ArithmeticError, RecursionError) as exc:
         msg = f"not an exact value: {exc}"
         raise ExactFormError(msg) from exc
+
+
+def _bare_constant(name: str) -> Any:
+    """`encode` writes NaN and the infinities tagged, never as JSON's bare extensions."""
+    msg = f'bare {name} (encode tags it as {{"$float": ...}})'
+    raise ValueError(msg)
 
 
 def _dec(data: Any) -> Any:

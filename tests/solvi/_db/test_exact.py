@@ -139,6 +139,8 @@ def test_a_value_nested_too_deep_has_no_exact_form() -> None:
         ('{"$set":[[1]]}', "not an exact value: unhashable type: 'list'"),
         ('{"$uuid":"nope"}', "not an exact value: badly formed hexadecimal UUID string"),
         ('{"$bytes":"@@"}', "not an exact value: Only base64 data is allowed"),
+        ("NaN", 'not an exact value: bare NaN (encode tags it as {"$float": ...})'),
+        ("[-Infinity]", 'not an exact value: bare -Infinity (encode tags it as {"$float": ...})'),
         (
             "cos\nsystem\n(S'echo hi'\ntR.",
             "not an exact value: Expecting value: line 1 column 1 (char 0)",

@@ -36,7 +36,7 @@ from solvi.audit import verify
 from solvi.journal import Journal, JournalError, open_journal
 from solvi.storage import Store, StoreError, open_store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LEGACY = {"store": "solvi_schema_version", "journal": "journal_version"}
 #: what the two journals are at: each backend has its own steps
 JOURNAL_VERSION = {"sqlite": SQLITE_VERSION, "postgresql": PG_VERSION}
