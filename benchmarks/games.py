@@ -292,6 +292,60 @@ def jurdzinski(levels: int, width: int) -> GameGraph:
     return _game(priority, owner, succ)
 
 
+def jurdzinski_pgsolver(height: int, width: int) -> GameGraph:
+    """Jurdzinski's game as PGSolver's ``jurdzinskigame h w`` defines it (max-parity).
+
+    Row 0 alternates Even vertices ``L(0,w)`` of priority 0 and Odd ones ``R(0,w)`` of
+    priority 1; every higher row ``h`` has Odd vertices ``L(h,w)`` and Even ones ``R(h,w)``
+    of priority ``2h`` and, above each ``L``, an Even vertex ``A(h,w)`` of priority
+    ``2h+1``. Neighbours along a row are linked, an ``L`` of a higher row may step up to its
+    ``A``, which comes back to the ``R``, and the ``R`` vertices of row 0 and of the higher
+    rows move to each other. Unlike ``jurdzinski`` above, it is hard for Zielonka's
+    algorithm: Oink's needs a second at about 60 x 60 (10,800 vertices). Built from the
+    start ``L(0,0)`` in breadth-first order, as PGSolver numbers it.
+    """
+    index: dict[tuple[str, int, int], int] = {}
+    found: list[tuple[str, int, int]] = []
+
+    def at(node: tuple[str, int, int]) -> int:
+        if node not in index:
+            index[node] = len(found)
+            found.append(node)
+        return index[node]
+
+    def moves(kind: str, h: int, w: int) -> list[tuple[str, int, int]]:
+        last = w >= width
+        if kind == "A":
+            return [("R", h, w)]
+        if kind == "R" and h == 0:
+            return [("L", 0, w), ("L", 0, w + 1)] + [("R", up, w) for up in range(1, height)]
+        if kind == "R":
+            return [("L", h, w), ("L", h, w + 1), ("R", 0, w)]
+        if w == 0:
+            return [("R", 0, 0)] if h == 0 else [("A", h, 0), ("R", h, 0)]
+        if last:
+            return [("R", h, w - 1)]
+        if h == 0:
+            return [("R", 0, w - 1), ("R", 0, w)]
+        return [("R", h, w - 1), ("A", h, w), ("R", h, w)]
+
+    at(("L", 0, 0))
+    succ: list[list[int]] = []
+    while len(succ) < len(found):
+        succ.append([at(node) for node in moves(*found[len(succ)])])
+    priority: list[int] = []
+    owner: list[int] = []
+    for kind, h, _ in found:
+        if h == 0:
+            priority.append(0 if kind == "L" else 1)
+            owner.append(0 if kind == "L" else 1)
+        else:
+            priority.append(2 * h + 1 if kind == "A" else 2 * h)
+            owner.append(1 if kind == "L" else 0)
+    names = (f"{kind}({h},{w})" for kind, h, w in found)
+    return _game(priority, owner, succ, names)
+
+
 def two_counters(k: int) -> GameGraph:
     """Two k-bit binary counters, one per player, whose bits distract each other.
 
@@ -320,6 +374,65 @@ def two_counters(k: int) -> GameGraph:
             if j >= i:
                 succ[tangle].append(entry[1 - player, j])
     return _game(priority, owner, succ)
+
+
+def van_dijk_counters(n: int) -> GameGraph:
+    """Van Dijk's two n-bit counters ("A parity game tale of two counters", 2019).
+
+    The game Oink's ``tc N`` writes, built here from the paper's construction (vertex names
+    as Oink gives them, so the two can be compared vertex by vertex). Bit ``i`` of player
+    ``p`` has a high vertex ``H`` of ``p`` (a high priority of ``p``'s parity, Even's bits
+    above Odd's), an input ``L`` and a tangle vertex ``T`` of the opponent, a lane of ``i``
+    selectors ``S`` of ``p``, each choosing between two exits ``A`` and ``B`` of the opponent
+    that may leave to the inputs of bit ``j`` of ``p``'s own and of the other counter, and a
+    distraction ``Z`` of ``p`` that may jump to the other counter's higher inputs (Odd's to
+    the same bit too). ``T`` returns to ``H`` or runs down the lane, ``H`` passes to its own
+    counter's next lower input. Hard for Zielonka's algorithm, priority promotion and
+    tangle learning alike: ``8n + 3n(n-1)`` vertices.
+    """
+    first = [[0] * n, [0] * n]
+    size = 0
+    for i in range(n):
+        for player in (0, 1):
+            first[player][i] = size
+            size += 4 + 3 * i
+    priority = [0] * size
+    owner = [0] * size
+    names = [""] * size
+    succ: list[list[int]] = [[] for _ in range(size)]
+
+    def gate(player: int, bit: int) -> int:
+        return first[player][bit] + 2
+
+    top = n * n + 9 * n
+    for i in range(n):
+        for player in (0, 1):
+            c = first[player][i]
+            other = 1 - player
+            tag = ("Even-", "Odd-")[player] + str(i)
+            low = 2 - player
+            high, tangle, entry = c, c + 1, c + 2
+            for v, pr, who, name in (
+                (high, top - 2 + player, player, "H"),
+                (tangle, low, other, "T"),
+                (entry, top - 2 * n - 3 + player, other, "L"),
+            ):
+                priority[v], owner[v], names[v] = pr, who, f"{tag}-{name}"
+            succ[tangle] = [high, c + 3]
+            succ[entry] = [tangle]
+            for j in range(i):
+                d = c + 3 + 3 * j
+                for v, who, name in ((d, player, "S"), (d + 1, other, "A"), (d + 2, other, "B")):
+                    priority[v], owner[v], names[v] = low - 1, who, f"{tag}-{name}-{j}"
+                succ[d] = [d + 1, d + 2]
+                succ[d + 1] = [d + 3, gate(player, j)]
+                succ[d + 2] = [d + 3, gate(other, j)]
+            succ[high] = [gate(player, (i + n - 1) % n)]
+            z = c + 3 + 3 * i
+            priority[z], owner[z], names[z] = low - 1, player, f"{tag}-Z"
+            succ[z] = [tangle] + [gate(other, j) for j in range(i + 1 - player, n)]
+        top -= 2
+    return _game(priority, owner, succ, names)
 
 
 # The previous implementation, kept as the reference: recursive Zielonka over frozensets,

@@ -18,7 +18,8 @@ from grounded_decision.errors import ParityUnsolved, SolverChoiceError
 from grounded_decision.statechart._parity_core import Budget, compress_priorities
 from grounded_decision.statechart._peel import Peeling, decide_peeled, peel, restrict
 from grounded_decision.statechart._promotion import promotion_steps
-from grounded_decision.statechart._tangle import TangleSolver, solve_tangles
+from grounded_decision.statechart._rtl import RecursiveTangleSolver, solve_recursive_tangles
+from grounded_decision.statechart._tangle import solve_tangles
 from grounded_decision.statechart._zielonka import solve_zielonka
 from grounded_decision.statechart._zielonka_fast import ZielonkaSolver, solve_zielonka_fast
 from grounded_decision.statechart.certificate import verify_certificate
@@ -33,19 +34,20 @@ __all__ = [
     "winning_regions",
 ]
 
-ALGORITHMS = ("auto", "zielonka", "promotion", "tl")
+ALGORITHMS = ("auto", "zielonka", "promotion", "tl", "rtl")
 """Solver names ``solve_parity`` accepts.
 
 ``zielonka`` is Zielonka's recursive algorithm, run iteratively; ``promotion`` is priority
-promotion; ``tl`` is tangle learning. Under a depth cap (``Limits.max_parity_depth``, 64 by
-default, defined by Zielonka's nesting) ``zielonka`` is the plain recursion on compressed
-priorities, so every documented refusal reads the same, and ``auto`` runs it and, once it
-has done far more work than the game's size calls for, solves as if there were no cap.
-Priority promotion and tangle learning always, and the others with no depth cap, first peel
-off the vertices no move can return to (``_peel``); then ``zielonka`` takes Verver's and
-Oink's refinements (heads until the parity changes, no second solve when the opponent gains
-nothing), and ``auto`` runs that Zielonka alone for an allowance of work and then races it
-against tangle learning (``_race``).
+promotion; ``tl`` is tangle learning; ``rtl`` is recursive tangle learning, which also splits
+every leaking region again and learns the tangles inside it. Under a depth cap
+(``Limits.max_parity_depth``, 64 by default, defined by Zielonka's nesting) ``zielonka`` is
+the plain recursion on compressed priorities, so every documented refusal reads the same,
+and ``auto`` runs it and, once it has done far more work than the game's size calls for,
+solves as if there were no cap. Priority promotion and the tangle learners always, and the
+others with no depth cap, first peel off the vertices no move can return to (``_peel``);
+then ``zielonka`` takes Verver's and Oink's refinements (heads until the parity changes, no
+second solve when the opponent gains nothing), and ``auto`` runs that Zielonka alone for an
+allowance of work and then races it against recursive tangle learning (``_race``).
 """
 
 AUTO_WORK_PER_EDGE = 16
@@ -64,7 +66,8 @@ class ParitySolution:
         winner: ``0`` (controller, Even) or ``1`` (environment, Odd) for each vertex.
         strategy: for each vertex whose owner wins there, the successor the owner picks;
             ``-1`` at vertices whose owner loses (any move loses there).
-        algorithm: the solver that produced it (``zielonka``, ``promotion`` or ``tl``).
+        algorithm: the solver that produced it (``zielonka``, ``promotion``, ``tl`` or
+            ``rtl``).
         steps: units of work spent (vertices attracted plus edges scanned).
 
     .. versionadded:: Unreleased
@@ -115,7 +118,7 @@ def solve_parity(
         raise ParityUnsolved(msg, limit=limits.max_game_vertices, setting="max_game_vertices")
     budget = Budget(limits.parity_steps, limits.parity_seconds)
     depth = limits.max_parity_depth
-    if depth is None or algorithm in ("promotion", "tl"):
+    if depth is None or algorithm in ("promotion", "tl", "rtl"):
         used, winner, strategy = _solve_peeled(game, algorithm, budget)
     else:
         args = (game.successors, game.predecessors, game.owner, compress_priorities(game.priority))
@@ -144,7 +147,7 @@ def _solve_peeled(
 ) -> tuple[str, list[int], list[int]]:
     """Solve the core left by ``peel`` with ``algorithm`` and decide the peeled vertices.
 
-    ``auto`` races Zielonka against tangle learning (``_race``); with ``alone`` Zielonka
+    ``auto`` races Zielonka against recursive tangle learning (``_race``); with ``alone`` Zielonka
     first runs by itself for its allowance.
     """
     peeling = peel(game.successors, game.predecessors)
@@ -158,6 +161,8 @@ def _solve_peeled(
         winner, strategy = solve_zielonka_fast(*args, budget=budget, vertices=core)
     elif algorithm == "tl":
         winner, strategy = solve_tangles(*args, budget=budget, vertices=core)
+    elif algorithm == "rtl":
+        winner, strategy = solve_recursive_tangles(*args, budget=budget, vertices=core)
     else:
         allowance = 0
         if alone:
@@ -173,16 +178,18 @@ Answer = tuple[list[int], list[int]]
 
 
 def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> tuple[str, Answer]:
-    """Zielonka by itself for ``allowance`` units, then Zielonka and tangle learning in turns.
+    """Zielonka by itself for ``allowance`` units, then Zielonka and recursive tangle learning
+    in turns.
 
     Each turn goes to the one that has used less processor time since the allowance ran
     out, a step (a level, or a region) at a time, and the first to finish gives the
-    answer: crafted games that make Zielonka exponential fall to tangle learning, those
-    built against tangle learning to Zielonka, at about twice the faster one's time. The
+    answer: crafted games that make Zielonka exponential (the core counter, van Dijk's two
+    counters) fall to recursive tangle learning, games where that learner is slow (large
+    random ones, ladders) to Zielonka, at about twice the faster one's time. The
     two take work at very different rates per unit, so time, not units, decides the
     turns; which one finishes first can therefore differ between runs on a close race,
-    never the regions. (Priority promotion measured slower in this race on the benchmark
-    games, and a three-way race slower still.)
+    never the regions. (Priority promotion and plain tangle learning measured slower in
+    this race on the benchmark games, and a three-way race slower still.)
     """
     args = (game.successors, game.predecessors, game.owner, game.priority)
     core = peeling.core
@@ -195,7 +202,8 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
             return "zielonka", done.value
     clock = time.process_time
     started = clock()
-    entrants = [("zielonka", zielonka), ("tl", _run(TangleSolver(*args, _Share(budget), core)))]
+    learner = RecursiveTangleSolver(*args, _Share(budget), core)
+    entrants = [("zielonka", zielonka), ("rtl", _run(learner))]
     spent = [0.0, clock() - started]
     while True:
         turn = 0 if spent[0] <= spent[1] else 1
@@ -208,7 +216,7 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
         spent[turn] += clock() - started
 
 
-def _run(solver: ZielonkaSolver | TangleSolver) -> Generator[None, None, Answer]:
+def _run(solver: ZielonkaSolver | RecursiveTangleSolver) -> Generator[None, None, Answer]:
     """A solver's steps, returning its answer."""
     yield from solver.steps()
     return solver.answer()
@@ -260,7 +268,7 @@ class _Share(Budget):
 
 
 class _Handover(Exception):
-    """Zielonka's trial allowance is spent; ``auto`` moves on to priority promotion."""
+    """Zielonka's trial allowance is spent; ``auto`` moves on to the race (``_race``)."""
 
 
 class _Both(Budget):

@@ -69,7 +69,7 @@ def test_auto_under_the_default_depth_cap_matches_brute_force(game: GameGraph) -
 
 
 def test_random_games_agree_across_algorithms() -> None:
-    """On seeded random games of 300 vertices the three algorithms give the same winners."""
+    """On seeded random games of 300 vertices every algorithm gives the same winners."""
     import random
 
     rng = random.Random(7)
@@ -81,7 +81,7 @@ def test_random_games_agree_across_algorithms() -> None:
 
 @pytest.mark.parametrize(
     "label",
-    ["counter_core", "ladder", "jurdzinski", "two_counters"],
+    ["counter_core", "ladder", "jurdzinski", "two_counters", "van_dijk", "jurdzinski_pgsolver"],
 )
 def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
     """Small members of each crafted family: every algorithm matches the previous Zielonka."""
@@ -90,6 +90,8 @@ def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
         "ladder": lambda: GAMES.ladder(30),
         "jurdzinski": lambda: GAMES.jurdzinski(4, 4),
         "two_counters": lambda: GAMES.two_counters(4),
+        "van_dijk": lambda: GAMES.van_dijk_counters(3),
+        "jurdzinski_pgsolver": lambda: GAMES.jurdzinski_pgsolver(3, 3),
     }[label]()
     even, _ = GAMES.old_zielonka(game)
     expected = tuple(v in even for v in range(len(game)))
@@ -98,28 +100,31 @@ def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
 
 
 def test_promotion_and_tangles_solve_the_core_counter_quickly() -> None:
-    """The core counter that makes Zielonka exponential takes promotion and tl far fewer steps."""
+    """The core counter that makes Zielonka exponential takes promotion, tl and rtl far fewer
+    steps."""
     game = GAMES.counter_core(8)
     zielonka = solve_parity(game, NO_LIMITS, algorithm="zielonka")
     promotion = solve_parity(game, NO_LIMITS, algorithm="promotion")
     tangles = solve_parity(game, NO_LIMITS, algorithm="tl")
-    assert zielonka.winner == promotion.winner == tangles.winner
+    recursive = solve_parity(game, NO_LIMITS, algorithm="rtl")
+    assert zielonka.winner == promotion.winner == tangles.winner == recursive.winner
     assert promotion.steps * 10 < zielonka.steps
     assert tangles.steps * 50 < zielonka.steps
+    assert recursive.steps * 50 < zielonka.steps
 
 
-def test_auto_without_a_depth_cap_hands_a_crafted_game_to_tangle_learning() -> None:
-    """With no depth cap auto gives Zielonka an allowance and then runs tangle learning."""
+def test_auto_without_a_depth_cap_hands_a_crafted_game_to_recursive_tangle_learning() -> None:
+    """With no depth cap auto gives Zielonka an allowance, then races recursive tangle learning."""
     solution = solve_parity(GAMES.counter_core(10), NO_LIMITS)
-    assert solution.algorithm == "tl"
+    assert solution.algorithm == "rtl"
     assert solve_parity(GAMES.ladder(200), NO_LIMITS).algorithm == "zielonka"
 
 
-def test_auto_under_the_depth_cap_hands_over_to_tangle_learning() -> None:
-    """Under a depth cap auto runs the plain Zielonka first and tangle learning once it is spent."""
+def test_auto_under_the_depth_cap_hands_over_to_recursive_tangle_learning() -> None:
+    """Under a depth cap auto runs the plain Zielonka first and the race once it is spent."""
     limits = Limits(max_game_vertices=None, max_parity_depth=1_000)
     solution = solve_parity(GAMES.counter_core(12), limits)
-    assert solution.algorithm == "tl"
+    assert solution.algorithm == "rtl"
     assert check_certificate(GAMES.counter_core(12), solution.winner, solution.strategy).valid
 
 

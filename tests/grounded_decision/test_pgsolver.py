@@ -143,7 +143,7 @@ def test_solve_round_trips_a_file_it_wrote(
     assert again.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "zielonka", "promotion", "tl"])
+@pytest.mark.parametrize("algorithm", ["auto", "zielonka", "promotion", "tl", "rtl"])
 def test_solve_json_reports_the_algorithm(
     algorithm: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,7 +154,7 @@ def test_solve_json_reports_the_algorithm(
     report = json.loads(capsys.readouterr().out)
     assert report["verified"] is True
     assert report["vertices"] == 4
-    assert report["algorithm"] in {"zielonka", "promotion", "tl"}
+    assert report["algorithm"] in {"zielonka", "promotion", "tl", "rtl"}
     if algorithm != "auto":
         assert report["algorithm"] == algorithm
 
