@@ -5,11 +5,13 @@ Sections, in the order they print:
 1. Growth: ``even_wins`` and Karp on random games of growing size, with brute force where
    it finishes; per size, the time of each solver and the growth rate (the slope of log
    time against log size between rows: 1 means linear, 2 quadratic).
-2. Parity at scale: the solvers (Zielonka, priority promotion, tangle learning, ``auto``)
-   against the previous recursive Zielonka (kept here as the reference), on random games
-   (out-degree 1-2, as many priorities as vertices) and on crafted families (the "core"
-   counter of Benerecetti et al., a ladder, a Jurdzinski-style layered game, two binary
-   counters), plus any PGSolver files given with ``--extra``. Every solution is checked
+2. Parity at scale: the solvers (Zielonka, priority promotion, tangle learning, recursive
+   tangle learning, ``auto``) against the previous recursive Zielonka (kept here as the
+   reference), on random games (out-degree 1-2, as many priorities as vertices) and on
+   crafted families (the "core" counter of Benerecetti et al., a ladder, a Jurdzinski-style
+   layered game and Jurdzinski's game as PGSolver defines it, two binary counters and van
+   Dijk's two counters as Oink's ``tc`` writes them), plus any PGSolver files given with
+   ``--extra``. Every solution is checked
    with the certificate checker (as ``--verify`` does). When the ``OINK`` environment
    variable names a locally built Oink binary, each game is also written to a temporary
    PGSolver file and solved by Oink, whose own "total solving time" is read; ratios are
@@ -594,7 +596,9 @@ def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
             ("counter_core k=6", counter_core(6), True),
             ("ladder n=500", ladder(500), True),
             ("jurdzinski 6x6", jurdzinski(6, 6), True),
+            ("jurdzinski_pgs 6x6", jurdzinski_pgsolver(6, 6), True),
             ("two_counters k=6", two_counters(6), True),
+            ("tc 6", van_dijk_counters(6), True),
         ]
     else:
         randoms = (1_000, 5_000, 20_000, 20_000, 100_000)
@@ -605,14 +609,21 @@ def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
             ("ladder n=5000", ladder(5_000), False),
             ("jurdzinski 10x10", jurdzinski(10, 10), True),
             ("jurdzinski 40x40", jurdzinski(40, 40), False),
+            ("jurdzinski_pgs 10x10", jurdzinski_pgsolver(10, 10), True),
+            ("jurdzinski_pgs 40x40", jurdzinski_pgsolver(40, 40), False),
+            ("jurdzinski_pgs 60x60", jurdzinski_pgsolver(60, 60), False),
             ("two_counters k=8", two_counters(8), True),
             ("two_counters k=40", two_counters(40), False),
+            ("tc 8", van_dijk_counters(8), True),
+            ("tc 12", van_dijk_counters(12), False),
+            ("tc 16", van_dijk_counters(16), False),
+            ("tc 18", van_dijk_counters(18), False),
         ]
     cases = [(f"random n={n}", random_parity_game(n, rng), n <= 5_000) for n in randoms]
     return cases + crafted
 
 
-SOLVERS = ("zielonka", "promotion", "tl", "auto")
+SOLVERS = ("zielonka", "promotion", "tl", "rtl", "auto")
 """The algorithms timed in section 2, in column order."""
 
 
@@ -644,7 +655,8 @@ def parity_section(
     oink = os.environ.get("OINK")
     print("== parity at scale: seconds per solve; 'old' is the previous recursive Zielonka")
     header = (
-        f"{'game':22} {'vertices':>8} {'zielonka':>9} {'promotion':>9} {'tl':>9} {'auto':>9}"
+        f"{'game':22} {'vertices':>8} {'zielonka':>9} {'promotion':>9} {'tl':>9} {'rtl':>9}"
+        f" {'auto':>9}"
         f" {'old':>9} {'old/auto':>8} {'verify':>7}"
     )
     if oink:
@@ -694,15 +706,22 @@ def _by_one(size: int) -> int:
     return size + 1
 
 
+def _by_five(size: int) -> int:
+    return size + 5
+
+
 SCAN_FAMILIES: dict[str, tuple[Callable[[int], GameGraph], int, Callable[[int], int]]] = {
     "ladder": (ladder, 5_000, _by_half),
     "jurdzinski": (lambda size: jurdzinski(size, size), 40, _by_half),
     "two_counters": (two_counters, 40, _by_half),
     "counter_core": (counter_core, 8, _by_one),
+    "jurdzinski_pgs": (lambda size: jurdzinski_pgsolver(size, size), 40, _by_five),
+    "tc": (van_dijk_counters, 12, _by_one),
 }
 """Crafted families for ``--scan``: the generator of one size parameter, where to start and
 how to grow (by half for the families Oink's Zielonka solves in linear time, by one for the
-counter that makes it exponential)."""
+counters that make it exponential, by five for PGSolver's Jurdzinski game, on which its time
+grows as about the cube of the width)."""
 
 
 def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:

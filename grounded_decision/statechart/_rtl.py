@@ -16,10 +16,14 @@ Oink's version also splits a closed region again once its top head's attractor i
 out; that measured slower here, on those games and on random ones alike, so it is left out.
 
 A tangle without escapes is a dominion: it is extended to its player's attractor (tangles
-included) in the whole unsolved game, solved, and the next pass starts from the top. A pass
-that learns nothing new and solves nothing would mean the search is stuck (never seen on the
-test and benchmark games); rather than loop, the solver then hands what is left, a game of
-its own, to tangle learning.
+included) in the whole unsolved game and solved. Unlike Oink's, the pass then goes on with
+the next region instead of starting again from the top: every region built afterwards is
+still an attractor in what is left unsolved, so what it yields is still a tangle or a
+dominion, and on games solved one dominion at a time (PGSolver's Jurdzinski game: 3,541
+dominions at 60 x 60) this saves rebuilding the regions above it once per dominion. The
+next pass starts from the top. A pass that learns nothing new and solves nothing would mean
+the search is stuck (never seen on the test and benchmark games); rather than loop, the
+solver then hands what is left, a game of its own, to tangle learning.
 
 The solver works on the vertices renumbered by falling priority, so a subgame is a sorted
 list and its top is its first free entry. ``where[v]`` is a label: every region and every
@@ -199,6 +203,7 @@ class RecursiveTangleSolver:
         t_stamp = self.t_stamp
         budget = self.budget
         learnt = len(t_player)
+        solved = False
         frames: list[tuple[int, int, list[int], list[int]]] = [
             (-1, self.fresh(), self.order, [self.start])
         ]
@@ -308,12 +313,12 @@ class RecursiveTangleSolver:
                 dominion = self.extract(heads, region, player)
                 if dominion:
                     self.solve_dominion(dominion, player)
-                    return True
+                    solved = True
                 continue
             rest = self.remove(opened, region, 1 - player, members)
             if rest:
                 frames.append((region, region + 1, rest, [0]))
-        return len(t_player) > learnt
+        return solved or len(t_player) > learnt
 
     def open_heads(self, heads: list[int], player: int, lo: int, hi: int) -> list[int]:
         """The heads through which the opponent can leave the region downwards.
