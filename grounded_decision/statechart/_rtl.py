@@ -222,7 +222,6 @@ class RecursiveTangleSolver:
             heads: list[int] = []
             members: list[int] = []
             work = 0
-            pos = 0
             while k < end:
                 v = order[k]
                 if not lo <= where[v] < hi:
@@ -234,10 +233,8 @@ class RecursiveTangleSolver:
                 where[v] = region
                 move[v] = -1
                 heads.append(v)
-                members.append(v)
-                while pos < len(members):
-                    w = members[pos]
-                    pos += 1
+                queue = [v]
+                for w in queue:
                     preds = pred[w]
                     work += len(preds)
                     for u in preds:
@@ -251,7 +248,7 @@ class RecursiveTangleSolver:
                         if own[u] == player:
                             where[u] = region
                             move[u] = w
-                            members.append(u)
+                            queue.append(u)
                             continue
                         if stamp[u] != region:
                             stamp[u] = region
@@ -268,7 +265,7 @@ class RecursiveTangleSolver:
                         if not left:
                             where[u] = region
                             move[u] = -1
-                            members.append(u)
+                            queue.append(u)
                     for t in attached[w]:
                         if t_player[t] != player:
                             continue
@@ -305,7 +302,8 @@ class RecursiveTangleSolver:
                                     if lo <= where[x] < hi:
                                         where[x] = region
                                         move[x] = pick
-                                        members.append(x)
+                                        queue.append(x)
+                members.extend(queue)
             cursor[0] = k
             budget.charge(work + len(members))
             opened = [] if k == end else self.open_heads(heads, player, lo, hi)
