@@ -523,9 +523,9 @@ def _run_old(game: GameGraph, timeout: float) -> tuple[float | None, tuple[int, 
         return float(seconds), tuple(int(c) for c in winners)
 
 
-OINK_BEST = ("--tl", "--npp", "--rr", "--zlk")
-"""Oink solvers tried for its best time: tangle learning (its default), priority promotion
-(the authors' NPP and RR) and its optimised Zielonka."""
+OINK_BEST = ("--tl", "--rtl", "--npp", "--rr", "--zlk")
+"""Oink solvers tried for its best time: tangle learning (its default) and recursive tangle
+learning, priority promotion (the authors' NPP and RR) and its optimised Zielonka."""
 
 
 def _run_oink(
