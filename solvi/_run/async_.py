@@ -27,7 +27,7 @@ from solvi._run.scheduler import (
     readiness,
     release,
 )
-from solvi._run.steps import Node, PartTimeout, cause_of, effective_timeout, fast_call
+from solvi._run.steps import Node, PartTimeout, Program, cause_of, effective_timeout, fast_call
 from solvi.costs import CostBook
 
 __all__ = ["run_async", "run_node_async"]
@@ -112,6 +112,26 @@ def _is_slow(node: Node, costs: CostBook) -> bool:
     return parts is None or (bool(parts) and not costs.all_below(parts, INLINE_BELOW_MS))
 
 
+#: requests that reuse a flow's slow flags before they are worked out again
+SLOW_RECHECK = 32
+
+
+def slow_flags(program: Program, costs: CostBook) -> tuple[bool, ...]:
+    """Per node, `_is_slow`, worked out once per `SLOW_RECHECK` requests of a flow:
+    costs change slowly, and asking the cost book of every node of every request
+    was a large share of a request's own work. The first requests of a flow
+    recheck sooner (after 1, 2, 4, ... requests), so a part proven fast is soon
+    awaited inline."""
+    memo = program.slow_memo  # [flags or None, reuses left, reuses after the next check]
+    flags, left, reuse = memo
+    if flags is not None and left > 0:
+        memo[1] = left - 1
+        return flags  # type: ignore[no-any-return]  # the memo holds what this returns
+    flags = tuple(_is_slow(node, costs) for node in program.nodes)
+    memo[:] = [flags, reuse - 1, min(SLOW_RECHECK, reuse * 2)]
+    return flags
+
+
 class _Driver:
     """Runs the drives of one request, each node as soon as its inputs are ready.
 
@@ -136,7 +156,7 @@ class _Driver:
         self.ready: deque[int] = deque()
         self.waiting: dict[int, int] = {}
         #: per node of the current drive: whether it may overlap with others
-        self.slow: dict[int, bool] = {}
+        self.slow = slow_flags(run.program, costs)
         #: how many of the ready nodes are slow (they decide how many workers run)
         self.slow_ready = 0
         #: nodes of the current drive not yet taken by a worker, and not yet done
@@ -168,8 +188,7 @@ class _Driver:
         nodes = run.program.nodes
         for d in release(self.waiting, nodes[index].dependents):
             self.ready.append(d)
-            slow = self.slow[d] = _is_slow(nodes[d], self.costs)
-            if slow:
+            if self.slow[d]:
                 self.slow_ready += 1
         if self.speculative and nodes[index].is_hard_check:
             run.settle()
@@ -220,7 +239,10 @@ class _Driver:
                         except Exception as exc:
                             run.fast_failed(node, start, exc)
                         else:
-                            run.fast_returned(node, start, perf_counter(), value)
+                            if run.journal is None:
+                                run.fast_ok(node, start, perf_counter(), value)
+                            else:
+                                run.called(node, 0, start, perf_counter(), value, None)
                 else:
                     await self._execute(node)
                 self.running -= 1
@@ -281,11 +303,10 @@ class _Driver:
         self.waiting, ready, count = readiness(self.run, drive)
         if not count:
             return
-        nodes = self.run.program.nodes
         self.speculative = drive.speculative
-        self.slow = slow = {i: _is_slow(nodes[i], self.costs) for i in ready}
+        slow = self.slow
         self.ready = deque(ready)
-        self.slow_ready = sum(slow.values())
+        self.slow_ready = sum(1 for i in ready if slow[i])
         self.unstarted = self.remaining = count
         self.running = 0
         self.finished = None

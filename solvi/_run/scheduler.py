@@ -248,14 +248,6 @@ class Run:
         self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
 
-    def fast_returned(self, node: Node, start: float, end: float, value: Any) -> None:
-        """Record a fast-path call that returned: settled in the journal when the
-        request has one."""
-        if self.journal is None:
-            self.fast_ok(node, start, end, value)
-        else:
-            self.called(node, 0, start, end, value, None)
-
     def fast_failed(self, node: Node, start: float, exc: Exception) -> None:
         """Record a fast-path call that raised (or timed out)."""
         self.called(node, 0, start, perf_counter(), None, cause_of(exc, node.first_part, node.fact))

@@ -170,6 +170,10 @@ class Program:
     #: the drives of a request run phase by phase: phase 0, phase 1 whole, and
     #: phase 1 skipping what no open question needs (made once, not per request)
     phase_drives: tuple[Drive, Drive, Drive]
+    #: the async driver's flags of which nodes may overlap with others, as the
+    #: measured costs last said, and how many requests may reuse them (see
+    #: `solvi._run.async_.slow_flags`)
+    slow_memo: list[Any] = attrs.field(factory=lambda: [None, 0, 1], eq=False)
 
 
 #: see `Program.inline`

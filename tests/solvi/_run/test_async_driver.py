@@ -398,3 +398,42 @@ async def test_no_worker_outlives_its_request() -> None:
         res = await system.aask({"x": 1})
         assert res["total"].value == 21
         assert _solvi_tasks() == []
+
+
+def test_a_flows_slow_flags_are_reused_and_worked_out_again_ever_less_often() -> None:
+    """The cost book is asked after the 1st, 2nd, 4th, ... request of a flow, then every
+    32nd: a part measured fast is soon awaited inline, and later requests ask nothing."""
+    from solvi._run.async_ import SLOW_RECHECK, slow_flags
+    from solvi._run.steps import compile_flow
+
+    cat = Catalog("flags")
+
+    @cat.fn
+    async def quote(x: int) -> int:
+        return x
+
+    @cat.rule
+    def answer(quote: int) -> int:
+        return quote
+
+    program = compile_flow(System(cat).plan({"x"}))
+
+    class Costs:
+        """Says `quote` is fast from the third time it is asked; counts the asking."""
+
+        asked = 0
+
+        def all_below(self, parts: tuple[str, ...], ms: float) -> bool:
+            self.asked += 1
+            return self.asked >= 3
+
+    costs = Costs()
+    seen = []
+    for request in range(1, 101):
+        before = costs.asked
+        flags = slow_flags(program, costs)  # type: ignore[arg-type]  # a stand-in book
+        if costs.asked > before:
+            seen.append(request)
+        assert flags[0] is (costs.asked < 3)  # `quote` (node 0) is slow until proven fast
+    assert SLOW_RECHECK == 32
+    assert seen == [1, 2, 4, 8, 16, 32, 64, 96]
