@@ -29,7 +29,7 @@ The solver works on the vertices renumbered by falling priority, so a subgame is
 list and its top is its first free entry. ``where[v]`` is a label: every region and every
 attractor gets a fresh one, so the free vertices of a subgame inside a region are exactly
 those still carrying the region's label, and no set is ever copied or cleared. At the top
-of a pass every label below the pass's first one is free; ``SOLVED`` is above them all.
+of a pass every unsolved vertex gets a fresh label; ``SOLVED`` is above every label.
 Opponent vertices and tangles count their successors (escapes) that may still keep them
 out, counted once per label when first met.
 """
@@ -182,9 +182,9 @@ class RecursiveTangleSolver:
     def search(self) -> Generator[None, None, bool]:
         """One pass over the unsolved game; returns whether it learnt or solved anything.
 
-        A frame is a subgame: ``[lo, hi, vertices, cursor]``, its free vertices being those
-        whose label lies in ``lo <= label < hi``. The top frame is the unsolved game, every
-        other one what is left of a region of its parent.
+        A frame is a subgame: ``(label, vertices, cursor)``, its free vertices being those
+        that carry its label. The top frame is the unsolved game, whose vertices all get a
+        fresh label first; every other one is what is left of a region of its parent.
         """
         where = self.where
         move = self.move
@@ -204,14 +204,17 @@ class RecursiveTangleSolver:
         budget = self.budget
         learnt = len(t_player)
         solved = False
-        frames: list[tuple[int, int, list[int], list[int]]] = [
-            (-1, self.fresh(), self.order, [self.start])
-        ]
+        top = self.fresh()
+        for v in self.order:
+            if where[v] != SOLVED:
+                where[v] = top
+        budget.charge(len(self.order))
+        frames: list[tuple[int, list[int], list[int]]] = [(top, self.order, [self.start])]
         while frames:
-            lo, hi, order, cursor = frames[-1]
+            free, order, cursor = frames[-1]
             end = len(order)
             k = cursor[0]
-            while k < end and not lo <= where[order[k]] < hi:
+            while k < end and where[order[k]] != free:
                 k += 1
             if k == end:
                 frames.pop()
@@ -224,7 +227,7 @@ class RecursiveTangleSolver:
             work = 0
             while k < end:
                 v = order[k]
-                if not lo <= where[v] < hi:
+                if where[v] != free:
                     k += 1
                     continue
                 if par[v] != player:
@@ -243,7 +246,7 @@ class RecursiveTangleSolver:
                             if move[u] < 0 and own[u] == player:
                                 move[u] = w
                             continue
-                        if not lo <= here < hi:
+                        if here != free:
                             continue
                         if own[u] == player:
                             where[u] = region
@@ -257,7 +260,7 @@ class RecursiveTangleSolver:
                             work += len(out)
                             for x in out:
                                 there = where[x]
-                                if there == region or lo <= there < hi:
+                                if there == region or there == free:
                                     left += 1
                         else:
                             left = count[u] - 1
@@ -276,7 +279,7 @@ class RecursiveTangleSolver:
                             work += len(out)
                             for x in out:
                                 there = where[x]
-                                if there == region or lo <= there < hi:
+                                if there == region or there == free:
                                     left += 1
                         else:
                             left = t_count[t] - 1
@@ -290,7 +293,7 @@ class RecursiveTangleSolver:
                             there = where[x]
                             if there == region:
                                 continue
-                            if lo <= there < hi:
+                            if there == free:
                                 gains = True
                                 continue
                             if there == SOLVED:
@@ -299,14 +302,14 @@ class RecursiveTangleSolver:
                         else:
                             if gains:
                                 for x, pick in zip(inside, t_moves[t], strict=True):
-                                    if lo <= where[x] < hi:
+                                    if where[x] == free:
                                         where[x] = region
                                         move[x] = pick
                                         queue.append(x)
                 members.extend(queue)
             cursor[0] = k
             budget.charge(work + len(members))
-            opened = [] if k == end else self.open_heads(heads, player, lo, hi)
+            opened = [] if k == end else self.open_heads(heads, player, free)
             if not opened:
                 dominion = self.extract(heads, region, player)
                 if dominion:
@@ -315,10 +318,10 @@ class RecursiveTangleSolver:
                 continue
             rest = self.remove(opened, region, 1 - player, members)
             if rest:
-                frames.append((region, region + 1, rest, [0]))
+                frames.append((region, rest, [0]))
         return solved or len(t_player) > learnt
 
-    def open_heads(self, heads: list[int], player: int, lo: int, hi: int) -> list[int]:
+    def open_heads(self, heads: list[int], player: int, free: int) -> list[int]:
         """The heads through which the opponent can leave the region downwards.
 
         Every other vertex was attracted, so only heads can leave: a head of the player
@@ -336,7 +339,7 @@ class RecursiveTangleSolver:
                     opened.append(h)
             else:
                 for x in succ[h]:
-                    if lo <= where[x] < hi:
+                    if where[x] == free:
                         opened.append(h)
                         break
         self.budget.charge(len(heads))
