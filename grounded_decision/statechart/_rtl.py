@@ -241,12 +241,7 @@ class RecursiveTangleSolver:
                     preds = pred[w]
                     work += len(preds)
                     for u in preds:
-                        here = where[u]
-                        if here == region:
-                            if move[u] < 0 and own[u] == player:
-                                move[u] = w
-                            continue
-                        if here != free:
+                        if where[u] != free:
                             continue
                         if own[u] == player:
                             where[u] = region
@@ -309,7 +304,7 @@ class RecursiveTangleSolver:
                 members.extend(queue)
             cursor[0] = k
             budget.charge(work + len(members))
-            opened = [] if k == end else self.open_heads(heads, player, free)
+            opened = self.open_heads(heads, region, player, free, k == end)
             if not opened:
                 dominion = self.extract(heads, region, player)
                 if dominion:
@@ -321,29 +316,42 @@ class RecursiveTangleSolver:
                 frames.append((region, rest, [0]))
         return solved or len(t_player) > learnt
 
-    def open_heads(self, heads: list[int], player: int, free: int) -> list[int]:
-        """The heads through which the opponent can leave the region downwards.
+    def open_heads(
+        self, heads: list[int], region: int, player: int, free: int, lowest: bool
+    ) -> list[int]:
+        """Pick the player's heads' moves; return the heads through which the opponent can
+        leave the region downwards (none in the lowest region, which counts as closed).
 
         Every other vertex was attracted, so only heads can leave: a head of the player
-        that found no move into the region, or one of the opponent's with a move to a free
-        vertex of the subgame.
+        with no move into the region, or one of the opponent's with a move to a free vertex
+        of the subgame. (A head's move is picked here, once, rather than whenever a
+        successor joins the region, which would cost a test per edge into the region.)
         """
         where = self.where
         move = self.move
         own = self.own
         succ = self.succ
         opened: list[int] = []
+        work = len(heads)
         for h in heads:
+            out = succ[h]
             if own[h] == player:
                 if move[h] < 0:
-                    opened.append(h)
-            else:
-                for x in succ[h]:
+                    work += len(out)
+                    for x in out:
+                        if where[x] == region:
+                            move[h] = x
+                            break
+                    else:
+                        opened.append(h)
+            elif not lowest:
+                work += len(out)
+                for x in out:
                     if where[x] == free:
                         opened.append(h)
                         break
-        self.budget.charge(len(heads))
-        return opened
+        self.budget.charge(work)
+        return [] if lowest else opened
 
     def remove(self, seeds: list[int], region: int, player: int, members: list[int]) -> list[int]:
         """Take ``player``'s attractor of ``seeds`` (tangles included) out of the region.
@@ -459,7 +467,7 @@ class RecursiveTangleSolver:
             counter += 1
             stack.append(root)
             path = [root]
-            outs: list[Sequence[int]] = [(move[root],) if own[root] == player else succ[root]]
+            outs: list[Sequence[int]] = [self.edges(root, player)]
             position = [0]
             while path:
                 v = path[-1]
@@ -477,7 +485,7 @@ class RecursiveTangleSolver:
                         counter += 1
                         stack.append(w)
                         path.append(w)
-                        outs.append((move[w],) if own[w] == player else succ[w])
+                        outs.append(self.edges(w, player))
                         position.append(0)
                     elif done[w] != region and index[w] < low[v]:
                         low[v] = index[w]
@@ -504,6 +512,14 @@ class RecursiveTangleSolver:
                 self.learn(component, player, dominion)
         self.budget.charge(work + counter)
         return dominion
+
+    def edges(self, v: int, player: int) -> Sequence[int]:
+        """``v``'s edges in a region's strategy graph: the player's pick (none if it has
+        no move into the region), or all the opponent's moves."""
+        if self.own[v] != player:
+            return self.succ[v]
+        pick = self.move[v]
+        return (pick,) if pick >= 0 else ()
 
     def learn(self, component: list[int], player: int, dominion: list[int]) -> None:
         """Record a component as a tangle, or add it to the dominion when it has no escape.
