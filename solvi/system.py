@@ -47,6 +47,10 @@ SAVE_LEARNING_EVERY = 100
 ORDER_BLOB = "order_model"
 
 
+#: at most this many request hook tables are kept (see `System._table_with`)
+MAX_REQUEST_TABLES = 64
+
+
 def _new_request_id() -> str:
     """A fresh request id: 32 hex digits, the clock's nanoseconds then 64 random bits.
 
@@ -184,6 +188,9 @@ class System:
             hooks = [*hooks, StructlogHook(logger)]
         self.hooks: tuple[object, ...] = tuple(hooks)
         self._hook_table = HookTable.build(self.hooks)
+        #: tables for the hooks of single requests, by the tuple of hooks a caller
+        #: passes each time (a server's metrics): built once, not per request
+        self._request_tables: dict[tuple[object, ...], HookTable | None] = {}
         self.name = catalog.name
         self.version = catalog.version
         # The journal also pins the questions: a changed forced value changes answers.
@@ -525,7 +532,7 @@ class System:
             prices=prices,
             found=settings.guards == "found",
         )
-        table = self._hook_table if not hooks else HookTable.build(hooks, self._hook_table)
+        table = self._hook_table if not hooks else self._table_with(hooks)
         if self.journal is not None or self.store is not None or table is not None:
             rid = request_id or _new_request_id()
             run.request_id = rid
@@ -537,6 +544,21 @@ class System:
                     self.journal, run, rid, self.name, self._journal_version, eager=eager
                 )
         return run
+
+    def _table_with(self, hooks: Iterable[object]) -> HookTable | None:
+        """The System's hook table followed by a request's own `hooks`."""
+        if type(hooks) is tuple:
+            try:
+                return self._request_tables[hooks]
+            except KeyError:
+                table = HookTable.build(hooks, self._hook_table)
+                if len(self._request_tables) >= MAX_REQUEST_TABLES:
+                    self._request_tables.clear()  # callers making new tuples: keep memory bounded
+                self._request_tables[hooks] = table
+                return table
+            except TypeError:  # a hook that cannot be hashed
+                pass
+        return HookTable.build(hooks, self._hook_table)
 
     @staticmethod
     def _check_new_in_journal(request_id: str | None, journal: Journal | None) -> None:

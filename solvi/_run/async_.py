@@ -157,6 +157,8 @@ class _Driver:
         self.waiting: dict[int, int] = {}
         #: per node of the current drive: whether it may overlap with others
         self.slow = slow_flags(run.program, costs)
+        #: the running library's cancellation exception (looked up once per request)
+        self.cancelled = anyio.get_cancelled_exc_class()
         #: how many of the ready nodes are slow (they decide how many workers run)
         self.slow_ready = 0
         #: nodes of the current drive not yet taken by a worker, and not yet done
@@ -226,20 +228,29 @@ class _Driver:
                 if run.fast_async(node) and not (self.speculative and node.phase == 1):
                     # The fast path in this task's own frame: no coroutine per step
                     # beyond the part's (and the journal's start), which keeps the
-                    # collector's work down.
+                    # collector's work down. The journal and the hooks hear of the
+                    # step in the order `attempts` gives.
                     start = perf_counter()
                     refused = None if run.journal is None else await _astarting(run, node, 0)
                     if refused is not None:
                         run.called(node, 0, start, perf_counter(), None, refused)
                     else:
+                        hooks = run.hooks
+                        if hooks is not None:
+                            run.step_started(node, 0, start)
                         try:
                             value = fast_call(node, run.vals)
                             if node.simple_async:
                                 value = await value
                         except Exception as exc:
                             run.fast_failed(node, start, exc)
+                        except self.cancelled:
+                            if hooks is not None:
+                                end = perf_counter()
+                                run.step_ended(node, 0, start, end, "cancelled", "cancelled")
+                            raise
                         else:
-                            if run.journal is None:
+                            if run.journal is None and hooks is None:
                                 run.fast_ok(node, start, perf_counter(), value)
                             else:
                                 run.called(node, 0, start, perf_counter(), value, None)

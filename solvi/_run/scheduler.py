@@ -159,10 +159,12 @@ class Run:
         self.notes: list[str] = []
         #: a resumed request: some steps settled before, the rest run now
         self.resumed = False
-        #: no journal and no resume: plain sync nodes may take the fast path
+        #: no journal, no hooks and no resume: plain sync nodes may take the sync
+        #: drivers' fast path
         self.bare = True
-        #: no hooks, no resume and no request timeout: untimed async nodes may take the
-        #: async fast path (with a journal too: it writes the entries around the call)
+        #: no resume and no request timeout: untimed async nodes may take the async
+        #: fast path (with a journal or hooks too: the worker journals the call and
+        #: tells the hooks around it)
         self.plain = timeout is None
         self.open_mask = program.all_questions_mask
         #: question index -> (deciding hard-check node, "failed" | "unevaluated")
@@ -171,11 +173,11 @@ class Run:
     # -- hooks ---------------------------------------------------------------
 
     def attach_hooks(self, hooks: HookTable, catalog: str) -> None:
-        """Tell `hooks` of every call from now on (the fast paths, which tell no one,
-        are left to requests without hooks)."""
+        """Tell `hooks` of every call from now on (the sync drivers' fast path, which
+        tells no one, is left to requests without hooks)."""
         self.hooks = hooks
         self.hook_catalog = catalog
-        self.bare = self.plain = False
+        self.bare = False
 
     def step_started(self, node: Node, tried: int, start: float) -> None:
         """Tell the hooks a call begins (call only when `hooks` is set)."""

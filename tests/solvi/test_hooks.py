@@ -259,3 +259,20 @@ def test_a_request_s_hook_with_no_method_is_refused() -> None:
     system = System(_catalog(), APPROVE)
     with pytest.raises(TypeError, match="has none of request_started"):
         system.ask({"policy_id": "lapsed", "claim": 40}, hooks=[object()])
+
+
+def test_a_request_s_hook_table_is_built_once_per_tuple_of_hooks() -> None:
+    """The same tuple of hooks on every call (a server's) builds its table once; a list,
+    or a hook that cannot be hashed, still works, built each time."""
+    system = System(_catalog(), APPROVE)
+    recorder = Recorder()
+    mine = (recorder,)
+    assert system._table_with(mine) is system._table_with(mine)
+    assert system._table_with([recorder]) is not system._table_with([recorder])
+
+    class Unhashable(Recorder):
+        __hash__ = None  # type: ignore[assignment]  # what the test is about
+
+    odd = Unhashable()
+    system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(odd,))
+    assert [k for k, _ in odd.events][-1] == "request_finished"

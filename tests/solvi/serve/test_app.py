@@ -805,8 +805,10 @@ def test_fuzzing_the_openapi_description_finds_no_5xx() -> None:
             else:
                 assert r.status_code in by_status, r.text
                 by_status[r.status_code].validate(r.json())
-            plan = call("GET", "/v1/plan", params={"keys": ",".join(keys)})
-            if {k.strip() for k in keys if k.strip()} <= INPUTS:
+            text = ",".join(keys)
+            plan = call("GET", "/v1/plan", params={"keys": text})
+            # The server splits on commas, so a drawn key holding one names several.
+            if {k.strip() for k in text.split(",") if k.strip()} <= INPUTS:
                 assert plan.status_code == 200
                 _validator(description, "Plan").validate(plan.json())
             else:
