@@ -525,8 +525,8 @@ class RecursiveTangleSolver:
         """Record a component as a tangle, or add it to the dominion when it has no escape.
 
         Escapes are the opponent's moves out of it to unsolved vertices outside the
-        dominions already found; a tangle with the same vertices as a known one is not
-        learnt twice.
+        dominions already found; a tangle of the same player and vertices as a known one is
+        not learnt twice.
         """
         where = self.where
         own = self.own
@@ -545,7 +545,7 @@ class RecursiveTangleSolver:
         if not escapes:
             dominion.extend(component)
             return
-        key = tuple(sorted(component))
+        key = (player, *sorted(component))
         if key in self.known:
             return
         self.known.add(key)
