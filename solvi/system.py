@@ -190,7 +190,7 @@ class System:
         self._hook_table = HookTable.build(self.hooks)
         #: tables for the hooks of single requests, by the tuple of hooks a caller
         #: passes each time (a server's metrics): built once, not per request
-        self._request_tables: dict[tuple[object, ...], HookTable | None] = {}
+        self._request_tables: dict[tuple[int, ...], tuple[object, HookTable | None]] = {}
         self.name = catalog.name
         self.version = catalog.version
         # The journal also pins the questions: a changed forced value changes answers.
@@ -546,19 +546,22 @@ class System:
         return run
 
     def _table_with(self, hooks: Iterable[object]) -> HookTable | None:
-        """The System's hook table followed by a request's own `hooks`."""
-        if type(hooks) is tuple:
-            try:
-                return self._request_tables[hooks]
-            except KeyError:
-                table = HookTable.build(hooks, self._hook_table)
-                if len(self._request_tables) >= MAX_REQUEST_TABLES:
-                    self._request_tables.clear()  # callers making new tuples: keep memory bounded
-                self._request_tables[hooks] = table
-                return table
-            except TypeError:  # a hook that cannot be hashed
-                pass
-        return HookTable.build(hooks, self._hook_table)
+        """The System's hook table followed by a request's own `hooks`.
+
+        A tuple's table is kept by the identity of its hooks (never by equality: two
+        equal hooks are still two), and the kept entry holds the hooks, so no id is
+        reused while it is kept."""
+        if type(hooks) is not tuple:
+            return HookTable.build(hooks, self._hook_table)
+        key = tuple(map(id, hooks))
+        kept = self._request_tables.get(key)
+        if kept is not None:
+            return kept[1]
+        table = HookTable.build(hooks, self._hook_table)
+        if len(self._request_tables) >= MAX_REQUEST_TABLES:
+            self._request_tables.clear()  # callers making new tuples: keep memory bounded
+        self._request_tables[key] = (hooks, table)
+        return table
 
     @staticmethod
     def _check_new_in_journal(request_id: str | None, journal: Journal | None) -> None:

@@ -263,7 +263,7 @@ def test_a_request_s_hook_with_no_method_is_refused() -> None:
 
 def test_a_request_s_hook_table_is_built_once_per_tuple_of_hooks() -> None:
     """The same tuple of hooks on every call (a server's) builds its table once; a list,
-    or a hook that cannot be hashed, still works, built each time."""
+    or a hook that cannot be hashed, still works, and two equal hooks are two hooks."""
     system = System(_catalog(), APPROVE)
     recorder = Recorder()
     mine = (recorder,)
@@ -276,3 +276,17 @@ def test_a_request_s_hook_table_is_built_once_per_tuple_of_hooks() -> None:
     odd = Unhashable()
     system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(odd,))
     assert [k for k, _ in odd.events][-1] == "request_finished"
+
+    class Same(Recorder):
+        """Every Same equals every other, as value objects may."""
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Same)
+
+        def __hash__(self) -> int:
+            return 0
+
+    first, second = Same(), Same()
+    system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(first,))
+    system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(second,))
+    assert len(first.events) == len(second.events) == 6  # each told of its own request
