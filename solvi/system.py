@@ -639,7 +639,7 @@ class System:
             if run.journal is not None:
                 await self._close_cancelled(run)
             if run.hooks is not None:
-                run.request_ended(self.name, "cancelled")
+                run.request_ended("cancelled")
             raise
         except BaseException:
             # Not the caller's doing: the request stays open, for `recover` once this
@@ -707,9 +707,7 @@ class System:
                 stats["errors"] += errors
         response = extract.respond(run, self.name, self.version, request_id=run.request_id)
         if run.hooks is not None:
-            run.request_ended(
-                self.name, "ok", ((name, a.status) for name, a in response.answers.items())
-            )
+            run.request_ended("ok", ((name, a.status) for name, a in response.answers.items()))
         return response
 
     def _learning_due(self) -> bool:

@@ -36,17 +36,13 @@ out, counted once per label when first met.
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget
-from grounded_decision.statechart._tangle import solve_tangles
+from grounded_decision.statechart._tangle import SOLVED, solve_tangles
 
 __all__ = ["RecursiveTangleSolver", "solve_recursive_tangles"]
-
-SOLVED = sys.maxsize
-"""``where`` of a solved vertex: above every label, so never free."""
 
 
 def solve_recursive_tangles(

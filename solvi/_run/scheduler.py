@@ -211,15 +211,13 @@ class Run:
         )
         self.hooks.emit("step_finished", event)
 
-    def request_ended(
-        self, system_name: str, outcome: Literal["ok", "cancelled"], answers: Any = ()
-    ) -> None:
+    def request_ended(self, outcome: Literal["ok", "cancelled"], answers: Any = ()) -> None:
         """Tell the hooks the request has its response, or was cancelled (call only
         when `hooks` is set)."""
         assert self.hooks is not None
         event = RequestEvent(
             self.request_id,
-            system_name,
+            self.hook_catalog,
             self.started,
             outcome,
             perf_counter() - self.started,
