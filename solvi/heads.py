@@ -36,7 +36,6 @@ from solvi._run.steps import Program, compile_flow
 from solvi._run.sync import run_sequential
 from solvi.errors import PlanError, SolviError, _closest
 from solvi.flow import Flow
-from solvi.flow_cache import FlowCache
 from solvi.inputs import as_state
 from solvi.mistakes import SolviWarning
 from solvi.order import (
@@ -548,16 +547,13 @@ def _install(system: System, heads: Mapping[str, Head]) -> None:
     """Plan with these heads from now on: a new strategist, no cached flows, a new version."""
     strategist = ModelStrategist(heads.values(), _base(system), catalog=system.name)
     system.settings = attrs.evolve(system.settings, strategist=strategist)
-    system._flows = FlowCache(
-        system.catalog.parts, system.questions, strategist, system.guard, system.settings.max_flows
-    )
     version = system.catalog.version
     if heads:
         pairs = sorted([q, h.digest] for q, h in heads.items())
         version += "+" + hashlib.sha256(canonical_json(pairs).encode()).hexdigest()[:12]
-    questions_digest = system._journal_version.rsplit(".", 1)[-1]
+    questions_digest = system.planner.journal_version.rsplit(".", 1)[-1]
     system.version = version
-    system._journal_version = f"{version}.{questions_digest}"
+    system.planner.replan(strategist, f"{version}.{questions_digest}")
     system.heads = MappingProxyType(dict(heads))
 
 

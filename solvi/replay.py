@@ -28,8 +28,8 @@ from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.inputs import as_state
+from solvi.order import by_declaration, order_policy
 from solvi.record import canonical_json
-from solvi.strategy import Price, Prices
 
 if TYPE_CHECKING:
     from solvi.storage import Store
@@ -313,7 +313,7 @@ def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, .
     """Run the record's request through `system`'s flow: no journal, store, learning or
     hooks. Returns the finished run and the steps that took their recorded outcome."""
     state = as_state(record["input"])
-    program, prices = _program(system, state, record)
+    program, prices = system.planner.recorded_program(frozenset(state), record.get("plan"))
     run = Run(
         program,
         state,
@@ -325,45 +325,14 @@ def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, .
     )
     taken: list[str] = []
     call = _taking_recorded(_recorded_outcomes(record, program), taken)
-    policy = system._order_policy(None)
-    for drive in drives(
-        run, policy, system._node_cost, by_declaration=system._by_declaration(policy)
-    ):
+    policy = order_policy(None, system.settings.order, system.order_model)
+    cost_of = system.planner.node_cost
+    order = by_declaration(policy, system.order_model, system.guards)
+    for drive in drives(run, policy, cost_of, by_declaration=order):
         nodes = program.nodes
         for index in run.still_to_run(drive.indices, drive.filter_wanted):
             run_node(run, nodes[index], call)
     return run, tuple(taken)
-
-
-def _program(
-    system: System, state: Mapping[str, Any], record: Mapping[str, Any]
-) -> tuple[Program, Prices | None]:
-    """The flow the record ran. Under measured costs, the producers the record's plan
-    names, whatever the cost book would choose now (and without counting an ask)."""
-    keys = frozenset(state)
-    chooser = system._chooser
-    if chooser is None:
-        return system._program(keys), None
-    _, current = chooser.prices(ask=False)
-    prices: dict[str, Price] = dict(current)
-    plan = record.get("plan")
-    for fact, group in chooser.groups.items():
-        entry = plan.get(fact) if isinstance(plan, Mapping) else None
-        if not isinstance(entry, Mapping):
-            continue
-        producer, costs = entry.get("producer"), entry.get("candidates")
-        if producer not in {p.name for p in group} or not isinstance(costs, Mapping):
-            continue
-        for p in group:
-            cost = costs.get(p.name)
-            if not isinstance(cost, int | float) or isinstance(cost, bool):
-                cost = prices[p.name].cost_ms
-            source = str(entry.get("source")) if p.name == producer else prices[p.name].source
-            prices[p.name] = Price(float(cost), source, preferred=p.name == producer)
-    signature = tuple(
-        next(p.name for p in group if prices[p.name].preferred) for group in chooser.groups.values()
-    )
-    return system._program((keys, signature), prices), prices
 
 
 def _recorded_outcomes(record: Mapping[str, Any], program: Program) -> dict[str, Cause]:

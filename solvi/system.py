@@ -20,25 +20,25 @@ import attrs
 from solvi import extract, heads, recovery
 from solvi._run.async_ import run_async
 from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
-from solvi._run.steps import Node, Program, current_loop
+from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
 from solvi.flow import Flow
-from solvi.flow_cache import FlowCache
 from solvi.hooks import HookTable, RequestEvent, StructlogHook
 from solvi.inputs import RequestGuard, as_state, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
-from solvi.order import OrderModel, OrderPolicy
+from solvi.order import OrderModel, OrderPolicy, by_declaration, order_policy
+from solvi.planning import Planner
 from solvi.question import Question, check_questions
 from solvi.record import PLAIN_TYPES
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
 from solvi.settings import Setting, Settings, check_positive
 from solvi.storage import Store, open_store
-from solvi.strategy import Prices, Strategist
+from solvi.strategy import Strategist
 
 __all__ = ["SAVE_LEARNING_EVERY", "System"]
 
@@ -199,30 +199,22 @@ class System:
                 [(q.name, q.rule, q.uses, q.requires, repr(q.forced)) for q in self.questions]
             ).encode()
         ).hexdigest()[:8]
-        self._journal_version = f"{self.version}.{questions_digest}"
         self.stats: dict[str, int] = {"requests": 0, "timeouts": 0, "errors": 0}
         # Sampled only where no choice waits on each measurement (see CostBook).
         sampled = cost_policy == "declared" and not self.settings.learned_producers
         self.cost_book = CostBook(alpha=self.costs.alpha, one_in=8 if sampled else 1)
-        self._chooser: ProducerChooser | None = None
-        if cost_policy == "measured" or self.settings.learned_producers:
-            groups: dict[str, list[Any]] = {}
-            for p in self._parts:
-                if p.kind != "extract":
-                    groups.setdefault(p.provides, []).append(p)
-            self._chooser = ProducerChooser(
-                {f: tuple(ps) for f, ps in groups.items() if len(ps) > 1},
-                self.cost_book,
-                self.costs,
-                measured=cost_policy == "measured",
-                failures=OrderModel() if self.settings.learned_producers else None,
-            )
+        #: how requests are planned (see `solvi.planning`)
+        self.planner = Planner(
+            self._parts,
+            self.questions,
+            self.guard,
+            self.settings,
+            self.cost_book,
+            f"{self.version}.{questions_digest}",
+        )
         #: one thread limiter per event loop: a limiter belongs to the loop that made it
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
-        )
-        self._flows = FlowCache(
-            self._parts, self.questions, self.strategist, self.guard, self.settings.max_flows
         )
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
@@ -264,58 +256,13 @@ class System:
 
         Under measured costs this is the flow of the current producer choice.
         """
-        keys = frozenset(keys)
-        if self._chooser is None:
-            return self._program(keys).flow
-        signature, prices = self._chooser.prices(ask=False)
-        return self._program((keys, signature), prices).flow
-
-    def _program(self, cache_key: Any, prices: Prices | None = None) -> Program:
-        return self._flows.get(cache_key, prices)
-
-    def _program_for(self, state: dict[str, Any]) -> tuple[Program, Prices | None]:
-        keys = frozenset(state)
-        if self._chooser is None:
-            program = self._flows.cached(keys)
-            if program is None:
-                self._as_state(state)
-                program = self._flows.get(keys)
-            return program, None
-        self._as_state(state)
-        signature, prices = self._chooser.prices(state=state)
-        return self._program((keys, signature), prices), prices
+        return self.planner.plan(keys)
 
     def _order_policy(self, order: Any) -> OrderPolicy | None:
-        if order is None:
-            order = self.settings.order
-        if order == "default":
-            return None
-        if order == "learned":
-            return self.order_model
-        if isinstance(order, OrderPolicy):
-            return order
-        msg = (
-            f'order must be "default", "learned" or an object with p_fail(check, row) and '
-            f"row(vals, init_keys), got {order!r}"
-        )
-        raise TypeError(msg)
+        return order_policy(order, self.settings.order, self.order_model)
 
     def _by_declaration(self, policy: OrderPolicy | None) -> bool:
-        """The learned order under declared guards takes checks in declaration order.
-
-        That order is the cheapest under declared guards on every request (see
-        `learned_batches`); an order object given to `ask` is ranked by its own
-        probabilities, for experiments.
-        """
-        return policy is self.order_model and self.guards == "declared"
-
-    def _node_cost(self, node: Node) -> float:
-        """Expected ms of a node: measured mean, else declared cost, else 0."""
-        part = node.parts[0]
-        mean = self.cost_book.mean(part.name)
-        if mean is not None:
-            return mean
-        return part.cost if part.cost is not None else 0.0
+        return by_declaration(policy, self.order_model, self.guards)
 
     facts_for, fit, save_heads = heads.facts_for, heads.fit, heads.save_heads  # see solvi.heads
 
@@ -334,7 +281,7 @@ class System:
         model = OrderModel(features or ())
         for state in examples:
             state = self._as_state(state)
-            program, prices = self._program_for(state)
+            program, prices = self.planner.program_for(state)
             run = Run(
                 program,
                 state,
@@ -402,10 +349,10 @@ class System:
         journal = self._journal("resume")
 
         def program_for(state: dict[str, Any]) -> Program:
-            return self._program_for(state)[0]
+            return self.planner.program_for(state)[0]
 
         run, untouched = recovery.prepare_resume(
-            journal, request_id, program_for, self._journal_version, self.timeout
+            journal, request_id, program_for, self.planner.journal_version, self.timeout
         )
         run.request_id = request_id
         if self._hook_table is not None:
@@ -432,13 +379,13 @@ class System:
         self._measured("unfreeze_costs").unfreeze()
 
     def _measured(self, what: str) -> ProducerChooser:
-        if self._chooser is None:
+        if self.planner.chooser is None:
             msg = (
                 f"{what}() needs a System planning with measured costs: "
                 f'System(..., producers="equivalent", cost_policy="measured")'
             )
             raise SolviError(msg)
-        return self._chooser
+        return self.planner.chooser
 
     @property
     def is_async(self) -> bool:
@@ -485,7 +432,7 @@ class System:
         n = self.settings.workers if workers is None else workers
         if n == 1:
             run_sequential(
-                run, policy, self._node_cost, by_declaration=self._by_declaration(policy)
+                run, policy, self.planner.node_cost, by_declaration=self._by_declaration(policy)
             )
         else:
             check_positive("workers", n, integer=True)
@@ -493,7 +440,7 @@ class System:
                 run,
                 self._pool(n),
                 policy,
-                self._node_cost,
+                self.planner.node_cost,
                 by_declaration=self._by_declaration(policy),
             )
         response = self._conclude(run)
@@ -518,7 +465,7 @@ class System:
         """
         if not isinstance(state, dict):
             state = self._as_state(state)
-        program, prices = self._program_for(state)
+        program, prices = self.planner.program_for(state)
         for key, value in state.items():
             if type(value) not in PLAIN_TYPES:
                 check_request_value(key, value)
@@ -541,7 +488,7 @@ class System:
                 table.emit("request_started", RequestEvent(rid, self.name, run.started))
             if self.journal is not None:
                 recovery.begin(
-                    self.journal, run, rid, self.name, self._journal_version, eager=eager
+                    self.journal, run, rid, self.name, self.planner.journal_version, eager=eager
                 )
         return run
 
@@ -632,7 +579,7 @@ class System:
                 self.cost_book,
                 speculate=speculate and run.early_exit,
                 order=policy,
-                cost_of=self._node_cost,
+                cost_of=self.planner.node_cost,
                 by_declaration=self._by_declaration(policy),
             )
         except anyio.get_cancelled_exc_class():
@@ -686,9 +633,10 @@ class System:
         """Learn from a finished run and make its Response (no I/O: both drivers end here)."""
         attempts = run.attempts
         self.cost_book.observe_attempts(attempts)
-        if self._chooser is not None:
-            self._chooser.ran(a[A_PART] for a in attempts)
-            self._chooser.learn(run.state, attempts)
+        chooser = self.planner.chooser
+        if chooser is not None:
+            chooser.ran(a[A_PART] for a in attempts)
+            chooser.learn(run.state, attempts)
         if self.settings.learn:
             self._observe(self.order_model, run)
         timeouts = errors = 0

@@ -39,7 +39,7 @@ def test_the_cache_never_holds_more_than_max_flows() -> None:
     system = _system(max_flows=8)
     for n in range(50):
         assert system.ask(_state(n))["approve"].value is True
-    assert len(system._flows) == 8
+    assert len(system.planner) == 8
 
 
 def test_the_least_recently_used_flow_is_forgotten_first() -> None:
@@ -50,8 +50,8 @@ def test_the_least_recently_used_flow_is_forgotten_first() -> None:
         system.plan(keys)
     system.plan(a)  # a is now the most recent; b the least
     system.plan(d)
-    assert system._flows.cached(b) is None
-    assert all(system._flows.cached(k) is not None for k in (a, c, d))
+    assert system.planner.cached(b) is None
+    assert all(system.planner.cached(k) is not None for k in (a, c, d))
 
 
 def test_an_evicted_flow_is_planned_again_with_the_same_answers() -> None:
@@ -83,7 +83,7 @@ def test_threads_filling_the_cache_keep_it_bounded() -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert len(system._flows) <= 16
+    assert len(system.planner) <= 16
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "10"])

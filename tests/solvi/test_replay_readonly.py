@@ -287,7 +287,7 @@ def test_replay_under_measured_costs_runs_the_recorded_producer(settings: dict[s
     for _ in range(3):
         latest = system.ask({"applicant": {}}).record
     assert latest["plan"]["score"]["producer"] == "score_fast"
-    chooser = system._chooser
+    chooser = system.planner.chooser
     assert chooser is not None
     asks, book = chooser.asks, system.cost_book.snapshot()
     assert replay(system, first).same
