@@ -542,8 +542,8 @@ def _checked(text: object) -> str:
     return text
 
 
-def _observe(system: System, called: Sequence[_Called]) -> None:
-    """Count the extracts' run times into the cost book, and their failures into stats."""
+def _observe(system: System, called: Sequence[_Called]) -> tuple[int, int]:
+    """Count the extracts' run times into the cost book; return their timeouts and errors."""
     system.cost_book.observe_attempts(
         (0, c.part, c.part, c.start, c.end, c.outcome, c.message)
         for c in called
@@ -551,10 +551,7 @@ def _observe(system: System, called: Sequence[_Called]) -> None:
     )
     timeouts = sum(1 for c in called if c.outcome == "timeout")
     errors = sum(1 for c in called if c.outcome == "error")
-    if timeouts or errors:
-        with system._lock:
-            system.stats["timeouts"] += timeouts
-            system.stats["errors"] += errors
+    return timeouts, errors
 
 
 def ask_text(
@@ -589,7 +586,8 @@ def ask_text(
     """
     reader: TextReader = self._text
     called = reader.read(_checked(text), options.get("timeout"))
-    _observe(self, called)
+    timeouts, errors = _observe(self, called)
+    self._tally(timeouts=timeouts, errors=errors)
     return _as_text(self.ask(reader.request(called, text, state), **options))
 
 
@@ -625,5 +623,6 @@ async def aask_text(
     if limiter is None:
         limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
     called = await reader.aread(_checked(text), options.get("timeout"), limiter)
-    _observe(self, called)
+    timeouts, errors = _observe(self, called)
+    self._tally(timeouts=timeouts, errors=errors)
     return _as_text(await self.aask(reader.request(called, text, state), **options))

@@ -647,16 +647,20 @@ class System:
                     timeouts += 1
                 elif outcome != "ok":
                     errors += 1
-        with self._lock:
-            stats = self.stats
-            stats["requests"] += 1
-            if timeouts or errors:
-                stats["timeouts"] += timeouts
-                stats["errors"] += errors
+        self._tally(requests=1, timeouts=timeouts, errors=errors)
         response = extract.respond(run, self.name, self.version, request_id=run.request_id)
         if run.hooks is not None:
             run.request_ended("ok", ((name, a.status) for name, a in response.answers.items()))
         return response
+
+    def _tally(self, *, requests: int = 0, timeouts: int = 0, errors: int = 0) -> None:
+        """Add to `stats` (under the System's lock: requests finish in many threads)."""
+        with self._lock:
+            stats = self.stats
+            stats["requests"] += requests
+            if timeouts or errors:
+                stats["timeouts"] += timeouts
+                stats["errors"] += errors
 
     def _learning_due(self) -> bool:
         return self.store is not None and self.stats["requests"] % SAVE_LEARNING_EVERY == 0

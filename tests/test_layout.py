@@ -1,6 +1,7 @@
 """The layout keeps its promises: no import circle inside a package, dependencies point
 one way (planning never imports the run core or the databases; the run core never
-imports a database, the server or the CLI), and no module grows past 800 lines."""
+imports a database, the server or the CLI), no module grows past 800 lines, and no
+module reads another module's objects' private attributes."""
 
 from __future__ import annotations
 
@@ -113,3 +114,58 @@ def test_every_solvi_module_has_a_test_file_in_its_mirror_place() -> None:
             create = (folder / pattern.replace("*", "")).relative_to(ROOT)
             missing.append(f"{module.relative_to(ROOT)}: create {create}")
     assert not missing, "modules without a test file of their own:\n  " + "\n  ".join(missing)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own_privates(tree: ast.Module) -> set[str]:
+    """The private names a module's own classes define: methods, class attributes and
+    attributes set on ``self`` (or on a new instance in a classmethod)."""
+    own: set[str] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _private(node.name):
+                own.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if _private(node.attr):
+                    own.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                if _private(node.id):
+                    own.add(node.id)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if _private(node.target.id):
+                    own.add(node.target.id)
+    return own
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """Names bound to modules by the module's imports (``serve._app`` is a module)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def test_no_private_attribute_of_another_modules_object_is_read() -> None:
+    """``obj._name`` on anything but ``self`` or ``cls`` must name something a class of
+    the same module defines: one module's code never reaches into another's objects."""
+    found = []
+    for path in sorted((ROOT / "solvi").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _own_privates(tree)
+        modules = _module_names(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not _private(node.attr):
+                continue
+            value = node.value
+            if isinstance(value, ast.Name) and (value.id in ("self", "cls") or value.id in modules):
+                continue
+            if node.attr in own:
+                continue
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
