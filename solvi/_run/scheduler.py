@@ -159,8 +159,8 @@ class Run:
         self.notes: list[str] = []
         #: a resumed request: some steps settled before, the rest run now
         self.resumed = False
-        #: no journal, no hooks and no resume: plain sync nodes may take the sync
-        #: drivers' fast path
+        #: no journal, no hooks and no resume: the sequential driver's fast path
+        #: records a call itself, telling no one (else `_told` tells them)
         self.bare = True
         #: no resume and no request timeout: untimed async nodes may take the async
         #: fast path (with a journal or hooks too: the worker journals the call and
@@ -173,8 +173,7 @@ class Run:
     # -- hooks ---------------------------------------------------------------
 
     def attach_hooks(self, hooks: HookTable, catalog: str) -> None:
-        """Tell `hooks` of every call from now on (the sync drivers' fast path, which
-        tells no one, is left to requests without hooks)."""
+        """Tell `hooks` of every call from now on."""
         self.hooks = hooks
         self.hook_catalog = catalog
         self.bare = False
@@ -182,10 +181,14 @@ class Run:
     def step_started(self, node: Node, tried: int, start: float) -> None:
         """Tell the hooks a call begins (call only when `hooks` is set)."""
         assert self.hooks is not None
+        calls = self.hooks.step_started
+        if not calls:
+            return  # no event made that no one hears
         event = StepEvent(
             self.request_id, self.hook_catalog, node.parts[tried].name, node.fact, start
         )
-        self.hooks.emit("step_started", event)
+        for call in calls:
+            call(event)
 
     def step_ended(
         self,
@@ -198,6 +201,9 @@ class Run:
     ) -> None:
         """Tell the hooks a call ended (call only when `hooks` is set)."""
         assert self.hooks is not None
+        calls = self.hooks.step_finished
+        if not calls:
+            return
         part = node.parts[tried].name
         event = StepEvent(
             self.request_id,
@@ -209,7 +215,8 @@ class Run:
             end - start,
             message,
         )
-        self.hooks.emit("step_finished", event)
+        for call in calls:
+            call(event)
 
     def request_ended(self, outcome: Literal["ok", "cancelled"], answers: Any = ()) -> None:
         """Tell the hooks the request has its response, or was cancelled (call only
@@ -226,10 +233,6 @@ class Run:
         self.hooks.emit("request_finished", event)
 
     # -- the fast path: one producer, called directly ------------------------
-
-    def fast_sync(self, node: Node) -> bool:
-        """Whether a sync driver may call the node inline, without the general path."""
-        return node.simple and self.bare and not self.causes
 
     def fast_async(self, node: Node) -> bool:
         """Whether the async driver may call (and await) the node without the general path."""

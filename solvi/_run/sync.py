@@ -23,6 +23,7 @@ from solvi._run.steps import (
     ARITY_NONE,
     ARITY_ONE,
     Cause,
+    InlineRow,
     Node,
     call_sync,
     cause_of,
@@ -72,6 +73,31 @@ def run_node(run: Run, node: Node, call: Caller = call_here) -> None:
         return
 
 
+def _told(run: Run, node: Node, row: InlineRow, start: float) -> None:
+    """The fast path of a request with a journal or hooks: the call's start journaled
+    (and durable) before it, the hooks told around it, in the order `attempts` gives."""
+    if run.journal is not None:
+        refused = run.starting(node, 0)
+        if refused is not None:
+            run.called(node, 0, start, perf_counter(), None, refused)
+            return
+    if run.hooks is not None:
+        run.step_started(node, 0, start)
+    func, arity, arg = row[0], row[1], row[2]
+    vals = run.vals
+    try:
+        if arity == ARITY_ONE:
+            value = func(vals[arg])
+        elif arity == ARITY_NONE:
+            value = func()
+        else:
+            value = func(*arg(vals))
+    except Exception as exc:
+        run.fast_failed(node, start, exc)
+        return
+    run.called(node, 0, start, perf_counter(), value, None)
+
+
 def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -> None:
     """Run `indices` one after another, in flow order.
 
@@ -79,10 +105,13 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
     one clock reading per step (a step starts when the one before ended), what the
     step needs unpacked from one precomputed row (`Program.inline`), the call by
     arity, and `Run.fast_ok`'s common case (a plain value kept as it is) inline.
+    With a journal or hooks the same row is called by `_told`, which tells them; a
+    resumed request takes the general path throughout.
     """
     program = run.program
     nodes = program.nodes
-    rows = program.inline if run.bare else (None,) * len(nodes)
+    told = not run.bare
+    rows = (None,) * len(nodes) if run.resumed else program.inline
     vals = run.vals
     status = run.status
     record = run.attempts.append
@@ -97,6 +126,10 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
         row = rows[index]
         if row is None or causes:
             run_node(run, nodes[index])
+            start = perf_counter()
+            continue
+        if told:
+            _told(run, nodes[index], row, start)
             start = perf_counter()
             continue
         func, arity, arg, fact, part, as_is = row
