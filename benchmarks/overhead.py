@@ -8,11 +8,13 @@ ending in a rule named ``answer`` that reads the sink(s):
 - lattice: 10 layers of 10, each part reading 3 neighbouring parts of the layer before
   ("r3"), and again with each part reading all 10 ("all"), where the fan-in dominates.
 
-Each DAG runs four ways in one process, on the same generated functions:
+Each DAG runs five ways in one process, on the same generated functions:
 
 - direct: a generated straight-line function that calls the parts one after another;
 - loop: a bare generic loop, ``vals[n] = fn(*[vals[a] for a in args])``, in topological order;
 - solvi: ``System(catalog).ask(state)`` with the flow already cached;
+- hooked: the same with one hook that counts the steps it is told of (what a tracer or a
+  metrics hook pays at the least);
 - hamilton: Apache Hamilton's driver, ``dr.execute([answer], inputs=...)`` (dict result).
 
 solvi's overhead per step is (solvi per request - direct per request) / steps, and the
@@ -73,7 +75,7 @@ REQUEST_KEY = "x"
 FINAL = "answer"
 REQUEST_VALUE = 1
 GOAL_US = 1.0
-METHODS = ("direct", "loop", "solvi", "hamilton")
+METHODS = ("direct", "loop", "solvi", "hooked", "hamilton")
 
 Call = Callable[[], Any]
 
@@ -196,13 +198,27 @@ def _loop(dag: Dag, funcs: dict[str, Callable[..., int]]) -> Call:
     return functools.partial(loop, REQUEST_VALUE)
 
 
-def _solvi(dag: Dag, funcs: dict[str, Callable[..., int]]) -> tuple[Call, Call]:
-    """`System.ask` on a catalog of the same functions (timed: `ask` alone)."""
+class CountingHook:
+    """The least a hook can do: count the steps it is told of."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def step_finished(self, event: Any) -> None:
+        """Count one finished step."""
+        self.steps += 1
+
+
+def _solvi(
+    dag: Dag, funcs: dict[str, Callable[..., int]], *, hooked: bool = False
+) -> tuple[Call, Call]:
+    """`System.ask` on a catalog of the same functions (timed: `ask` alone); with
+    `hooked`, the System has one hook that counts the steps."""
     catalog = solvi.Catalog(f"overhead_{_ident(dag.name)}")
     for name, _ in dag.parts[:-1]:
         catalog.fn(funcs[name])
     catalog.rule(funcs[FINAL])
-    system = solvi.System(catalog)
+    system = solvi.System(catalog, hooks=[CountingHook()] if hooked else [])
     state = {REQUEST_KEY: REQUEST_VALUE}
     timed = functools.partial(system.ask, state)
 
@@ -249,6 +265,8 @@ def build_methods(dag: Dag, methods: Sequence[str] = METHODS) -> dict[str, tuple
             built[method] = (call, call)
         elif method == "solvi":
             built[method] = _solvi(dag, funcs)
+        elif method == "hooked":
+            built[method] = _solvi(dag, funcs, hooked=True)
         elif method == "hamilton":
             pair = _hamilton(dag, funcs)
             if pair is not None:
@@ -386,6 +404,8 @@ def format_table(results: Sequence[Result]) -> str:
     first = _table(header, rows)
 
     header2 = ["DAG", "loop ovh/step", "solvi ovh/step"]
+    if "hooked" in methods:
+        header2 += ["with a hook"]
     if "hamilton" in methods:
         header2 += ["hamilton ovh/step", "hamilton/solvi"]
     header2 += [f"goal <= {GOAL_US:g} µs", "same value"]
@@ -393,6 +413,8 @@ def format_table(results: Sequence[Result]) -> str:
     for r in results:
         solvi_ovh = r.overhead_per_step("solvi")
         row = [r.dag.name, f"{r.overhead_per_step('loop'):.3f}", f"{solvi_ovh:.3f}"]
+        if "hooked" in methods:
+            row += [f"{r.overhead_per_step('hooked'):.3f}"]
         if "hamilton" in methods:
             ham_ovh = r.overhead_per_step("hamilton")
             ratio = f"{ham_ovh / solvi_ovh:.1f}x" if solvi_ovh > 0 else "n/a"
