@@ -18,6 +18,10 @@ Sections, in the order they print:
    printed. Oink is never downloaded or shipped.
 3. ``--section scan`` (needs ``OINK``): each crafted family grown until Oink's Zielonka
    needs a second, with ``auto`` timed at every size.
+4. ``--section seeds`` (needs ``OINK``): ``auto``, Zielonka and recursive tangle learning
+   on random games of one size (``--seeds-size``, 100,000 by default) from several seeds
+   (``--seeds``), each against Oink's best, so that one lucky or unlucky game does not
+   stand for all.
 
 ``--quick`` runs small sizes only and finishes in well under 30 s.
 """
@@ -774,6 +778,59 @@ def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
     return 0
 
 
+def seeds_section(*, size: int, seeds: int, first: int, timeout: float) -> int:
+    """Section 4: random games of one size from ``seeds`` seeds, ``auto`` against Oink's best.
+
+    The goal (within 20x of Oink's best at 100,000 vertices) is judged per game, and the
+    last line says on how many it holds.
+    """
+    oink = os.environ.get("OINK")
+    if not oink:
+        print("== seeds: needs OINK (a locally built Oink binary) for Oink's best times")
+        return 2
+    print(f"== seeds: random games of {size:,} vertices, seconds per solve")
+    header = (
+        f"{'seed':>10} {'zielonka':>9} {'rtl':>9} {'auto':>9} {'won by':>8}"
+        f" {'oink best':>9} {'by':>5} {'auto/best':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    within = 0
+    for seed in range(first, first + seeds):
+        game = random_parity_game(size, random.Random(seed))
+        row = f"{seed:10d}"
+        answers = set()
+        used = "-"
+        auto_time: float | None = None
+        for algorithm in ("zielonka", "rtl", "auto"):
+            budget = Limits(None, None, None, parity_seconds=timeout)
+            started = time.perf_counter()
+            try:
+                solution = solve_parity(game, budget, algorithm=algorithm)
+            except ParityUnsolved:
+                row += f" {_cell(None)}"
+                continue
+            seconds = time.perf_counter() - started
+            row += f" {_cell(seconds)}"
+            if not check_certificate(game, solution.winner, solution.strategy).valid:
+                print(f"certificate rejected on seed {seed}", file=sys.stderr)
+                return 1
+            answers.add(solution.winner)
+            if algorithm == "auto":
+                auto_time, used = seconds, solution.algorithm
+        if len(answers) != 1:
+            print(f"solvers disagree or none finished on seed {seed}", file=sys.stderr)
+            return 1
+        (expected,) = answers
+        best, flag = _oink_best(oink, game, timeout, expected)
+        row += f" {used:>8} {_fine(best)} {flag:>5} {_ratio(auto_time, best):>9}"
+        print(row, flush=True)
+        if auto_time is not None and best is not None and auto_time <= 20 * best:
+            within += 1
+    print(f"auto within 20x of Oink's best on {within} of {seeds} games")
+    return 0
+
+
 def _solve_all_auto(
     game: GameGraph, timeout: float
 ) -> tuple[float | None, set[tuple[int, ...]], bool]:
@@ -803,9 +860,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--karp-max", type=int, default=10_000, help="largest size for Karp")
     parser.add_argument(
         "--section",
-        choices=("all", "growth", "parity", "scan"),
+        choices=("all", "growth", "parity", "scan", "seeds"),
         default="all",
-        help="which tables ('all' is growth and parity; 'scan' needs OINK)",
+        help="which tables ('all' is growth and parity; 'scan' and 'seeds' need OINK)",
     )
     parser.add_argument(
         "--old-timeout", type=float, default=60.0, help="seconds before a slow solve is cut off"
@@ -830,7 +887,17 @@ def main(argv: list[str] | None = None) -> int:
         default=4_000_000,
         help="most vertices plus edges of a game --section scan builds",
     )
+    parser.add_argument(
+        "--seeds", type=int, default=6, help="random games of --section seeds (seeds from --seed)"
+    )
+    parser.add_argument(
+        "--seeds-size", type=int, default=100_000, help="vertices of --section seeds' games"
+    )
     args = parser.parse_args(argv)
+    if args.section == "seeds":
+        return seeds_section(
+            size=args.seeds_size, seeds=args.seeds, first=args.seed, timeout=args.old_timeout
+        )
     if args.section == "scan":
         return scan_section(
             families=args.families, max_size=args.max_size, timeout=args.old_timeout
