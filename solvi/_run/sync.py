@@ -23,7 +23,6 @@ from solvi._run.steps import (
     ARITY_NONE,
     ARITY_ONE,
     Cause,
-    InlineRow,
     Node,
     call_sync,
     cause_of,
@@ -73,29 +72,18 @@ def run_node(run: Run, node: Node, call: Caller = call_here) -> None:
         return
 
 
-def _told(run: Run, node: Node, row: InlineRow, start: float) -> None:
-    """The fast path of a request with a journal or hooks: the call's start journaled
-    (and durable) before it, the hooks told around it, in the order `attempts` gives."""
+def _told_start(run: Run, node: Node, start: float) -> bool:
+    """Before a fast-path call of a request with a journal or hooks: journal its start
+    (durable before the call) and tell the hooks, in the order `attempts` gives.
+    False when the start cannot be written: the call is then recorded as refused."""
     if run.journal is not None:
         refused = run.starting(node, 0)
         if refused is not None:
             run.called(node, 0, start, perf_counter(), None, refused)
-            return
+            return False
     if run.hooks is not None:
         run.step_started(node, 0, start)
-    func, arity, arg = row[0], row[1], row[2]
-    vals = run.vals
-    try:
-        if arity == ARITY_ONE:
-            value = func(vals[arg])
-        elif arity == ARITY_NONE:
-            value = func()
-        else:
-            value = func(*arg(vals))
-    except Exception as exc:
-        run.fast_failed(node, start, exc)
-        return
-    run.called(node, 0, start, perf_counter(), value, None)
+    return True
 
 
 def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -> None:
@@ -105,8 +93,8 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
     one clock reading per step (a step starts when the one before ended), what the
     step needs unpacked from one precomputed row (`Program.inline`), the call by
     arity, and `Run.fast_ok`'s common case (a plain value kept as it is) inline.
-    With a journal or hooks the same row is called by `_told`, which tells them; a
-    resumed request takes the general path throughout.
+    With a journal or hooks the same call is made between `_told_start` and
+    `Run.called`, which tell them; a resumed request takes the general path throughout.
     """
     program = run.program
     nodes = program.nodes
@@ -128,8 +116,7 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
             run_node(run, nodes[index])
             start = perf_counter()
             continue
-        if told:
-            _told(run, nodes[index], row, start)
+        if told and not _told_start(run, nodes[index], start):
             start = perf_counter()
             continue
         func, arity, arg, fact, part, as_is = row
@@ -145,7 +132,9 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
             start = perf_counter()
             continue
         end = perf_counter()
-        if as_is and type(value) in PLAIN_TYPES:
+        if told:
+            run.called(nodes[index], 0, start, end, value, None)
+        elif as_is and type(value) in PLAIN_TYPES:
             record((index, part, fact, start, end, "ok", None))
             vals[fact] = value
             status[index] = OK
