@@ -474,7 +474,13 @@ def to_json(results: Sequence[Result], linearity: Sequence[Result], settings: Se
 def write_svg(results: Sequence[Result], path: Path) -> None:
     """A grouped bar chart of µs per step (log scale), one group per DAG."""
     methods = [m for m in METHODS if all(m in r.ns for r in results)]
-    colours = {"direct": "#4c72b0", "loop": "#8172b2", "solvi": "#55a868", "hamilton": "#c44e52"}
+    colours = {
+        "direct": "#4c72b0",
+        "loop": "#8172b2",
+        "solvi": "#55a868",
+        "hooked": "#dd8452",
+        "hamilton": "#c44e52",
+    }
     values = [r.us_per_step(m) for r in results for m in methods]
     lo = math.floor(math.log10(max(min(values), 1e-4)))
     hi = math.ceil(math.log10(max(values)))
@@ -521,12 +527,12 @@ def write_svg(results: Sequence[Result], path: Path) -> None:
             f"{escape(r.dag.name)}</text>"
         )
     for i, m in enumerate(methods):
-        lx = left + i * 130
+        lx = left + i * 115
         ly = height - 22
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colours[m]}"/>')
         out.append(f'<text x="{lx + 16}" y="{ly}">{m}</text>')
     out.append(
-        f'<text x="{left + len(methods) * 130}" y="{height - 22}">dashed: {GOAL_US:g} µs</text>'
+        f'<text x="{left + len(methods) * 115}" y="{height - 22}">dashed: {GOAL_US:g} µs</text>'
     )
     out.append("</svg>")
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
