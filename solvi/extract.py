@@ -25,6 +25,7 @@ its facts are missing, and the questions that need them abstain.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 import attrs
 
+from solvi._run.scheduler import PriorCall
 from solvi._run.steps import PartTimeout, call_sync, cause_of, current_loop, effective_timeout
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
@@ -535,6 +537,36 @@ async def _acall(
 # -- the System's methods (System binds these two functions as its own) --------------------
 
 
+#: the extracts' calls of the text request being asked, for its hooks: set by
+#: `ask_text` and `aask_text` only when some hook will hear the request, and taken
+#: (once) when the request starts, so a request that one of its parts makes does not
+#: hear of them
+_PRIOR: contextvars.ContextVar[tuple[PriorCall, ...]] = contextvars.ContextVar(
+    "solvi_text_prior_calls", default=()
+)
+
+
+def take_prior_calls() -> tuple[PriorCall, ...]:
+    """The extracts' calls of the text request now starting (none for another request)."""
+    calls = _PRIOR.get()
+    if calls:
+        _PRIOR.set(())
+    return calls
+
+
+def _heard(system: System, called: Sequence[_Called], options: Mapping[str, Any]) -> Any:
+    """Keep the extracts' calls for the request's hooks, if it has any: a token to reset."""
+    if system.hooks or options.get("hooks"):
+        facts = {p.name: p.provides for p in system.catalog.parts}
+        prior = tuple(
+            (c.part, facts[c.part], c.start, c.end, c.outcome, c.message)
+            for c in called
+            if c.outcome != "skipped"
+        )
+        return _PRIOR.set(prior)
+    return None
+
+
 def _checked(text: object) -> str:
     if not isinstance(text, str):
         msg = f"ask_text takes the text as a str, got {type(text).__name__}"
@@ -588,7 +620,13 @@ def ask_text(
     called = reader.read(_checked(text), options.get("timeout"))
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
-    return _as_text(self.ask(reader.request(called, text, state), **options))
+    request = reader.request(called, text, state)
+    token = _heard(self, called, options)
+    try:
+        return _as_text(self.ask(request, **options))
+    finally:
+        if token is not None:
+            _PRIOR.reset(token)
 
 
 async def aask_text(
@@ -625,4 +663,10 @@ async def aask_text(
     called = await reader.aread(_checked(text), options.get("timeout"), limiter)
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
-    return _as_text(await self.aask(reader.request(called, text, state), **options))
+    request = reader.request(called, text, state)
+    token = _heard(self, called, options)
+    try:
+        return _as_text(await self.aask(request, **options))
+    finally:
+        if token is not None:
+            _PRIOR.reset(token)

@@ -26,7 +26,7 @@ from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
 from solvi.flow import Flow
-from solvi.hooks import HookTable, RequestEvent, StructlogHook
+from solvi.hooks import HookTable, StructlogHook
 from solvi.inputs import RequestGuard, as_state, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
@@ -357,9 +357,7 @@ class System:
         run.request_id = request_id
         if self._hook_table is not None:
             run.attach_hooks(self._hook_table, self.name)
-            self._hook_table.emit(
-                "request_started", RequestEvent(request_id, self.name, run.started)
-            )
+            run.request_began()
         run_sequential(run)
         recovery.notes_after_resume(run, untouched)
         response = self._conclude(run)
@@ -485,7 +483,7 @@ class System:
             run.request_id = rid
             if table is not None:
                 run.attach_hooks(table, self.name)
-                table.emit("request_started", RequestEvent(rid, self.name, run.started))
+                run.request_began(extract.take_prior_calls())
             if self.journal is not None:
                 recovery.begin(
                     self.journal, run, rid, self.name, self.planner.journal_version, eager=eager

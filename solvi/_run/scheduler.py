@@ -79,6 +79,11 @@ A_OUTCOME: Final = 5
 A_MESSAGE: Final = 6
 
 
+#: a call made before the request was planned, to make its input (an extract of
+#: `ask_text`): part, fact, start, end (`perf_counter` seconds), outcome, message
+PriorCall = tuple[str, str, float, float, Outcome, str | None]
+
+
 class Run:
     """The mutable state of one request; owned by one driver, never shared."""
 
@@ -92,6 +97,7 @@ class Run:
         "failures",
         "found",
         "hook_catalog",
+        "hook_start",
         "hooks",
         "journal",
         "notes",
@@ -176,7 +182,26 @@ class Run:
         """Tell `hooks` of every call from now on."""
         self.hooks = hooks
         self.hook_catalog = catalog
+        self.hook_start = self.started
         self.bare = False
+
+    def request_began(self, prior: Sequence[PriorCall] = ()) -> None:
+        """Tell the hooks the request begins, then of the calls that made its input
+        before it was planned (`ask_text`'s extracts), with the times they ran. The
+        request is then told as begun when the first of them began, so that every
+        step it is told of lies inside it (call only when `hooks` is set)."""
+        hooks = self.hooks
+        assert hooks is not None
+        if prior:
+            self.hook_start = min(self.started, *(call[2] for call in prior))
+        rid, catalog = self.request_id, self.hook_catalog
+        hooks.emit("request_started", RequestEvent(rid, catalog, self.hook_start))
+        for part, fact, start, end, outcome, message in prior:
+            if hooks.step_started:
+                hooks.emit("step_started", StepEvent(rid, catalog, part, fact, start))
+            if hooks.step_finished:
+                event = StepEvent(rid, catalog, part, fact, start, outcome, end - start, message)
+                hooks.emit("step_finished", event)
 
     def step_started(self, node: Node, tried: int, start: float) -> None:
         """Tell the hooks a call begins (call only when `hooks` is set)."""
@@ -225,9 +250,9 @@ class Run:
         event = RequestEvent(
             self.request_id,
             self.hook_catalog,
-            self.started,
+            self.hook_start,
             outcome,
-            perf_counter() - self.started,
+            perf_counter() - self.hook_start,
             tuple(answers),
         )
         self.hooks.emit("request_finished", event)

@@ -290,3 +290,123 @@ def test_a_request_s_hook_table_is_built_once_per_tuple_of_hooks() -> None:
     system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(first,))
     system.ask({"policy_id": "lapsed", "claim": 40}, hooks=(second,))
     assert len(first.events) == len(second.events) == 6  # each told of its own request
+
+
+# -- ask_text: the extracts that make a request are steps of it for its hooks -------------
+
+
+def _texts() -> Catalog:
+    cat = Catalog("texts")
+
+    @cat.extract
+    def amount(text: str) -> dict[str, int]:
+        return {"amount": int(text.split()[-1])}
+
+    @cat.extract
+    def unsigned(text: str) -> dict[str, int]:
+        raise ValueError("no signature")
+
+    @cat.extract
+    def size(text: str, amount: int) -> dict[str, bool]:
+        return {"large": amount >= 1_000}
+
+    @cat.fn
+    def fee(amount: int) -> int:
+        return amount // 100
+
+    @cat.rule
+    def refund(fee: int, large: bool) -> bool:
+        return fee < 5 and not large
+
+    return cat
+
+
+def _kinds(recorder: Recorder) -> list[tuple[str, str, str | None]]:
+    return [(kind, getattr(event, "part", ""), event.outcome) for kind, event in recorder.events]
+
+
+TEXT_EVENTS = [
+    ("request_started", "", None),
+    ("step_started", "amount", None),
+    ("step_finished", "amount", "ok"),
+    ("step_started", "unsigned", None),
+    ("step_finished", "unsigned", "error"),
+    ("step_started", "size", None),
+    ("step_finished", "size", "ok"),
+    ("step_started", "fee", None),
+    ("step_finished", "fee", "ok"),
+    ("step_started", "refund", None),
+    ("step_finished", "refund", "ok"),
+    ("request_finished", "", "ok"),
+]
+
+
+def _check_text_events(recorder: Recorder) -> None:
+    assert _kinds(recorder) == TEXT_EVENTS
+    events = [event for _, event in recorder.events]
+    began, ended = events[0], events[-1]
+    assert len({event.request_id for event in events}) == 1
+    assert all(event.catalog == "texts" for event in events)
+    steps = [event for kind, event in recorder.events if kind == "step_finished"]
+    # Every step lies inside the request as its hooks are told of it.
+    for step in steps:
+        assert began.start <= step.start
+        assert step.start + step.duration <= began.start + ended.duration + 1e-6
+    unsigned = next(step for step in steps if step.part == "unsigned")
+    assert unsigned.fact == "unsigned"
+    assert unsigned.message is not None
+    assert "no signature" in unsigned.message
+
+
+def test_ask_text_tells_hooks_of_the_extracts_as_steps_of_the_request() -> None:
+    recorder = Recorder()
+    response = System(_texts(), hooks=[recorder]).ask_text("refund 250")
+    assert response["refund"].value is True
+    _check_text_events(recorder)
+
+
+def test_aask_text_tells_a_requests_own_hooks_the_same_events() -> None:
+    recorder = Recorder()
+
+    async def main() -> None:
+        await System(_texts()).aask_text("refund 250", hooks=[recorder])
+
+    anyio.run(main)
+    _check_text_events(recorder)
+
+
+@pytest.mark.parametrize("outer_hooked", [True, False])
+def test_a_request_made_by_a_part_of_a_text_request_hears_no_extract(outer_hooked: bool) -> None:
+    """The extracts belong to the text request, not to one its part asks, whether the
+    text request has hooks of its own or not."""
+    inner_recorder, outer_recorder = Recorder(), Recorder()
+    inner = Catalog("inner")
+
+    @inner.rule
+    def ok(amount: int) -> bool:
+        return amount > 0
+
+    inner_system = System(inner, hooks=[inner_recorder])
+    outer = Catalog("outer")
+
+    @outer.extract
+    def amount(text: str) -> dict[str, int]:
+        return {"amount": int(text.split()[-1])}
+
+    @outer.rule
+    def checked(amount: int) -> bool:
+        return bool(inner_system.ask({"amount": amount})["ok"].value)
+
+    outer_system = System(outer, hooks=[outer_recorder] if outer_hooked else [])
+    assert outer_system.ask_text("pay 3")["checked"].value is True
+    assert [part for _, part, _ in _kinds(inner_recorder) if part] == ["ok", "ok"]
+    assert (("step_finished", "amount", "ok") in _kinds(outer_recorder)) is outer_hooked
+
+
+def test_an_extract_that_never_ran_is_no_step() -> None:
+    """`size` needs the amount that `amount` failed to read: it is skipped, untold."""
+    recorder = Recorder()
+    System(_texts(), hooks=[recorder]).ask_text("refund none")
+    told = {part for kind, part, _ in _kinds(recorder) if kind == "step_started"}
+    assert told == {"amount", "unsigned"}
+    assert ("step_finished", "amount", "error") in _kinds(recorder)
