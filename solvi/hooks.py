@@ -70,7 +70,8 @@ class Hook(Protocol):
     """What a hook may have; every method is optional (an object with none is refused)."""
 
     def request_started(self, event: RequestEvent) -> None:
-        """A request begins: nothing of it has run."""
+        """A request begins: nothing of its flow has run (a text request's extracts
+        have; they are told next, see `System.ask_text`)."""
 
     def step_started(self, event: StepEvent) -> None:
         """A part is about to be called (after its journaled start, if any)."""
