@@ -61,6 +61,7 @@ __all__ = [
     "aask_text",
     "ask_text",
     "respond",
+    "take_prior_calls",
 ]
 
 #: the request key that holds the text

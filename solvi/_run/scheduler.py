@@ -166,7 +166,7 @@ class Run:
         #: a resumed request: some steps settled before, the rest run now
         self.resumed = False
         #: no journal, no hooks and no resume: the sequential driver's fast path
-        #: records a call itself, telling no one (else `_told` tells them)
+        #: records a call itself, telling no one (else `_told_start` tells them)
         self.bare = True
         #: no resume and no request timeout: untimed async nodes may take the async
         #: fast path (with a journal or hooks too: the worker journals the call and
