@@ -25,7 +25,6 @@ its facts are missing, and the questions that need them abstain.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 import attrs
 
-from solvi._run.scheduler import PriorCall
+from solvi._run.scheduler import PRIOR_CALLS
 from solvi._run.steps import PartTimeout, call_sync, cause_of, current_loop, effective_timeout
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
@@ -61,7 +60,6 @@ __all__ = [
     "aask_text",
     "ask_text",
     "respond",
-    "take_prior_calls",
 ]
 
 #: the request key that holds the text
@@ -538,23 +536,6 @@ async def _acall(
 # -- the System's methods (System binds these two functions as its own) --------------------
 
 
-#: the extracts' calls of the text request being asked, for its hooks: set by
-#: `ask_text` and `aask_text` only when some hook will hear the request, and taken
-#: (once) when the request starts, so a request that one of its parts makes does not
-#: hear of them
-_PRIOR: contextvars.ContextVar[tuple[PriorCall, ...]] = contextvars.ContextVar(
-    "solvi_text_prior_calls", default=()
-)
-
-
-def take_prior_calls() -> tuple[PriorCall, ...]:
-    """The extracts' calls of the text request now starting (none for another request)."""
-    calls = _PRIOR.get()
-    if calls:
-        _PRIOR.set(())
-    return calls
-
-
 def _heard(system: System, called: Sequence[_Called], options: Mapping[str, Any]) -> Any:
     """Keep the extracts' calls for the request's hooks, if it has any: a token to reset."""
     if system.hooks or options.get("hooks"):
@@ -564,7 +545,7 @@ def _heard(system: System, called: Sequence[_Called], options: Mapping[str, Any]
             for c in called
             if c.outcome != "skipped"
         )
-        return _PRIOR.set(prior)
+        return PRIOR_CALLS.set(prior)
     return None
 
 
@@ -627,7 +608,7 @@ def ask_text(
         return _as_text(self.ask(request, **options))
     finally:
         if token is not None:
-            _PRIOR.reset(token)
+            PRIOR_CALLS.reset(token)
 
 
 async def aask_text(
@@ -670,4 +651,4 @@ async def aask_text(
         return _as_text(await self.aask(request, **options))
     finally:
         if token is not None:
-            _PRIOR.reset(token)
+            PRIOR_CALLS.reset(token)

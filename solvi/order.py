@@ -38,12 +38,10 @@ __all__ = [
     "LinearScore",
     "OrderModel",
     "OrderPolicy",
-    "by_declaration",
     "checkpoint_text",
     "class_probabilities",
     "features_of",
     "fit_scores",
-    "order_policy",
     "read_checkpoint",
 ]
 
@@ -312,36 +310,6 @@ Label = str | int | bool
 CHECKPOINT_FORMAT = "solvi.heads/1"
 #: a checkpoint larger than this (bytes) is refused unread
 MAX_CHECKPOINT_BYTES = 16_000_000
-
-
-def order_policy(order: object, default: str, model: OrderModel) -> OrderPolicy | None:
-    """What ranks a request's hard checks: None for the default order, `model` for
-    ``"learned"``, or an order object of one's own; `order` None means `default`.
-
-    Raises:
-        TypeError: `order` is none of these.
-    """
-    if order is None:
-        order = default
-    if order == "default":
-        return None
-    if order == "learned":
-        return model
-    if isinstance(order, OrderPolicy):
-        return order
-    msg = (
-        f'order must be "default", "learned" or an object with p_fail(check, row) and '
-        f"row(vals, init_keys), got {order!r}"
-    )
-    raise TypeError(msg)
-
-
-def by_declaration(policy: OrderPolicy | None, model: OrderModel, guards: str) -> bool:
-    """Whether the learned order takes the hard checks in declaration order: under
-    declared guards that order is the cheapest on every request (see
-    `learned_batches`); an order object given to a request is ranked by its own
-    probabilities, for experiments."""
-    return policy is model and guards == "declared"
 
 
 def _pairs(pairs: Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from solvi._run.scheduler import Run, drives
+from solvi._run.scheduler import Run, by_declaration, drives, order_policy
 from solvi._run.steps import Cause, Node, Program
 from solvi._run.sync import Caller, Outcome, call_here, run_node
 from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.inputs import as_state
-from solvi.order import by_declaration, order_policy
 from solvi.record import canonical_json
 
 if TYPE_CHECKING:

@@ -19,7 +19,15 @@ import attrs
 
 from solvi import extract, heads, recovery
 from solvi._run.async_ import run_async
-from solvi._run.scheduler import A_OUTCOME, A_PART, OK, Run
+from solvi._run.scheduler import (
+    A_OUTCOME,
+    A_PART,
+    OK,
+    Run,
+    by_declaration,
+    order_policy,
+    take_prior_calls,
+)
 from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi.catalog import Catalog
@@ -30,7 +38,7 @@ from solvi.hooks import HookTable, StructlogHook
 from solvi.inputs import RequestGuard, as_state, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
-from solvi.order import OrderModel, OrderPolicy, by_declaration, order_policy
+from solvi.order import OrderModel, OrderPolicy
 from solvi.planning import Planner
 from solvi.question import Question, check_questions
 from solvi.record import PLAIN_TYPES
@@ -483,7 +491,7 @@ class System:
             run.request_id = rid
             if table is not None:
                 run.attach_hooks(table, self.name)
-                run.request_began(extract.take_prior_calls())
+                run.request_began(take_prior_calls())
             if self.journal is not None:
                 recovery.begin(
                     self.journal, run, rid, self.name, self.planner.journal_version, eager=eager

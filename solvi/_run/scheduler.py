@@ -9,6 +9,7 @@ which is why records cannot drift between the drivers.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Generator, Iterator, Sequence
 from time import perf_counter
 from typing import Any, Final, Literal
@@ -17,24 +18,30 @@ import attrs
 
 from solvi._run.steps import Cause, Drive, Node, Program, cause_of, waiting_counts
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
+from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
 from solvi.record import PLAIN_TYPES as _PLAIN
 from solvi.record import json_problem
 
 __all__ = [
     "CALL",
+    "PRIOR_CALLS",
     "START",
     "Cause",
     "Drive",
     "OrderLine",
+    "PriorCall",
     "Run",
     "attempts",
+    "by_declaration",
     "drives",
     "journal_refused",
     "learned_batches",
+    "order_policy",
     "readiness",
     "release",
     "rest_after_learned",
+    "take_prior_calls",
 ]
 
 PENDING, OK, FAILED, NOT_RUN = 0, 1, 2, 3
@@ -82,6 +89,23 @@ A_MESSAGE: Final = 6
 #: a call made before the request was planned, to make its input (an extract of
 #: `ask_text`): part, fact, start, end (`perf_counter` seconds), outcome, message
 PriorCall = tuple[str, str, float, float, Outcome, str | None]
+
+
+#: the calls that made the input of the request about to start (a text request's
+#: extracts), for its hooks: set by `ask_text` and `aask_text` only when some hook will
+#: hear the request, and taken once when it starts (`take_prior_calls`), so a request
+#: that one of its parts makes does not hear of them
+PRIOR_CALLS: contextvars.ContextVar[tuple[PriorCall, ...]] = contextvars.ContextVar(
+    "solvi_prior_calls", default=()
+)
+
+
+def take_prior_calls() -> tuple[PriorCall, ...]:
+    """The calls that made the input of the request now starting (none for another)."""
+    calls = PRIOR_CALLS.get()
+    if calls:
+        PRIOR_CALLS.set(())
+    return calls
 
 
 class Run:
@@ -496,6 +520,36 @@ def attempts(run: Run, node: Node) -> Generator[Request, Any, None]:
         value, cause = yield CALL, (part, args, start)
         if run.called(node, tried, start, perf_counter(), value, cause):
             return
+
+
+def order_policy(order: object, default: str, model: OrderModel) -> OrderPolicy | None:
+    """What ranks a request's hard checks: None for the default order, `model` for
+    ``"learned"``, or an order object of one's own; `order` None means `default`.
+
+    Raises:
+        TypeError: `order` is none of these.
+    """
+    if order is None:
+        order = default
+    if order == "default":
+        return None
+    if order == "learned":
+        return model
+    if isinstance(order, OrderPolicy):
+        return order
+    msg = (
+        f'order must be "default", "learned" or an object with p_fail(check, row) and '
+        f"row(vals, init_keys), got {order!r}"
+    )
+    raise TypeError(msg)
+
+
+def by_declaration(policy: OrderPolicy | None, model: OrderModel, guards: str) -> bool:
+    """Whether the learned order takes the hard checks in declaration order: under
+    declared guards that order is the cheapest on every request (see
+    `learned_batches`); an order object given to a request is ranked by its own
+    probabilities, for experiments."""
+    return policy is model and guards == "declared"
 
 
 def drives(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 from solvi import Catalog, Question, System
-from solvi.order import OrderModel, by_declaration, features_of, order_policy
+from solvi.order import OrderModel, features_of
 
 
 def _gate_catalog(log: list[str]) -> Catalog:
@@ -239,25 +239,3 @@ def test_no_warning_for_default_speculation() -> None:
                 {"customer": {"known": True, "score": 1, "segment": "x"}}, speculate=True
             )
         )
-
-
-def test_order_policy_resolves_default_learned_and_an_object_of_ones_own() -> None:
-    model = OrderModel()
-
-    class Oracle:
-        def row(self, vals: Any, init_keys: Any) -> dict[str, float]:
-            return {}
-
-        def p_fail(self, check: str, row: dict[str, float]) -> float:
-            return 0.5
-
-    oracle = Oracle()
-    assert order_policy(None, "default", model) is None
-    assert order_policy(None, "learned", model) is model
-    assert order_policy("default", "learned", model) is None
-    assert order_policy(oracle, "default", model) is oracle
-    with pytest.raises(TypeError, match='order must be "default", "learned"'):
-        order_policy("fastest", "default", model)
-    assert by_declaration(model, model, "declared")
-    assert not by_declaration(model, model, "found")
-    assert not by_declaration(oracle, model, "declared")  # ranked by its own odds

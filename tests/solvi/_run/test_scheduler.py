@@ -24,15 +24,20 @@ from solvi._run.scheduler import (
     NOT_RUN,
     OK,
     PENDING,
+    PRIOR_CALLS,
     START,
     Drive,
     Run,
     attempts,
+    by_declaration,
     drives,
+    order_policy,
     readiness,
     release,
+    take_prior_calls,
 )
 from solvi._run.steps import Node, Program, cause_of, compile_flow
+from solvi.order import OrderModel
 from solvi.response import Response
 
 #: part name -> what its call gives: a value, or an exception it raised
@@ -523,3 +528,37 @@ def test_driven_by_hand_in_any_ready_order_it_answers_as_ask_does(
     assert sorted(name for name, _ in hand.calls) == sorted(s.part for s in asked.trace.steps)
     assert PENDING not in run.status
     system.close()
+
+
+def test_order_policy_resolves_default_learned_and_an_object_of_ones_own() -> None:
+    model = OrderModel()
+
+    class Oracle:
+        def row(self, vals: Any, init_keys: Any) -> dict[str, float]:
+            return {}
+
+        def p_fail(self, check: str, row: dict[str, float]) -> float:
+            return 0.5
+
+    oracle = Oracle()
+    assert order_policy(None, "default", model) is None
+    assert order_policy(None, "learned", model) is model
+    assert order_policy("default", "learned", model) is None
+    assert order_policy(oracle, "default", model) is oracle
+    with pytest.raises(TypeError, match='order must be "default", "learned"'):
+        order_policy("fastest", "default", model)
+    assert by_declaration(model, model, "declared")
+    assert not by_declaration(model, model, "found")
+    assert not by_declaration(oracle, model, "declared")  # ranked by its own odds
+
+
+def test_the_calls_before_a_request_are_taken_once() -> None:
+    """The request that starts first takes them; one its part makes finds none."""
+    prior = (("amount", "amount", 1.0, 2.0, "ok", None),)
+    token = PRIOR_CALLS.set(prior)
+    try:
+        assert take_prior_calls() == prior
+        assert take_prior_calls() == ()
+    finally:
+        PRIOR_CALLS.reset(token)
+    assert take_prior_calls() == ()
