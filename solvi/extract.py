@@ -536,10 +536,12 @@ async def _acall(
 # -- the System's methods (System binds these two functions as its own) --------------------
 
 
-def _heard(system: System, called: Sequence[_Called], options: Mapping[str, Any]) -> Any:
+def _heard(
+    system: System, reader: TextReader, called: Sequence[_Called], options: Mapping[str, Any]
+) -> Any:
     """Keep the extracts' calls for the request's hooks, if it has any: a token to reset."""
     if system.hooks or options.get("hooks"):
-        facts = {p.name: p.provides for p in system.catalog.parts}
+        facts = {p.name: p.provides for p in reader.extracts}
         prior = tuple(
             (c.part, facts[c.part], c.start, c.end, c.outcome, c.message)
             for c in called
@@ -603,7 +605,7 @@ def ask_text(
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
     request = reader.request(called, text, state)
-    token = _heard(self, called, options)
+    token = _heard(self, reader, called, options)
     try:
         return _as_text(self.ask(request, **options))
     finally:
@@ -646,7 +648,7 @@ async def aask_text(
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
     request = reader.request(called, text, state)
-    token = _heard(self, called, options)
+    token = _heard(self, reader, called, options)
     try:
         return _as_text(await self.aask(request, **options))
     finally:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from collections.abc import Sequence
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from games_benchmark import GAMES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,22 +21,6 @@ from grounded_decision.statechart import (
 from grounded_decision.statechart._parity_core import Budget
 from grounded_decision.statechart._rtl import RecursiveTangleSolver, solve_recursive_tangles
 from grounded_decision.statechart._tangle import solve_tangles
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "games.py"
-
-
-def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("games_benchmark_rtl", BENCHMARK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-GAMES = _benchmark()
-
 
 Args = tuple[Sequence[Sequence[int]], Sequence[Sequence[int]], Sequence[int], Sequence[int]]
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from games_benchmark import GAMES
 from gd_strategies import brute_even_wins, games
 from hypothesis import given, settings
 
@@ -22,21 +18,6 @@ from grounded_decision.statechart import (
     solve_parity,
 )
 from grounded_decision.statechart._peel import peel
-
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "games.py"
-
-
-def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("games_benchmark", BENCHMARK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-GAMES = _benchmark()
 
 
 def _wins(game: GameGraph, algorithm: str, limits: Limits = NO_LIMITS) -> tuple[bool, ...]:

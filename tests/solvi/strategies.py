@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -82,9 +83,17 @@ def build(
     spec: CatalogSpec, log: Log, *, async_parts: bool = False
 ) -> tuple[Catalog, list[Question]]:
     """Make the catalog and questions a spec describes."""
+    return declare(
+        spec, [_make(p, log, async_parts and i % 2 == 0) for i, p in enumerate(spec.parts)]
+    )
+
+
+def declare(
+    spec: CatalogSpec, funcs: Sequence[Callable[..., Any]]
+) -> tuple[Catalog, list[Question]]:
+    """The spec's catalog with `funcs` as its parts (one per part, in order), and its questions."""
     cat = Catalog("random")
-    for i, p in enumerate(spec.parts):
-        func = _make(p, log, async_parts and i % 2 == 0)
+    for p, func in zip(spec.parts, funcs, strict=True):
         if p.kind == "fn":
             cat.fn(provides=p.fact)(func)
         elif p.kind == "check":

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import CatalogSpec, PartSpec, catalogs, states, system_of
+from strategies import CatalogSpec, PartSpec, catalogs, declare, states, system_of
 
 from solvi import Catalog, Question, System
 from solvi._run.scheduler import (
@@ -473,7 +473,7 @@ def _table(spec: CatalogSpec) -> st.SearchStrategy[dict[str, Any]]:
 
 def _tabled(spec: CatalogSpec, table: Mapping[str, Any]) -> tuple[Catalog, list[Question]]:
     """The spec's catalog, each part answering from `table` (a raise is a ValueError)."""
-    cat = Catalog("random")
+    funcs = []
     for p in spec.parts:
         namespace: dict[str, Any] = {"table": table, "name": p.name}
         source = (
@@ -484,18 +484,8 @@ def _tabled(spec: CatalogSpec, table: Mapping[str, Any]) -> tuple[Catalog, list[
             "    return out\n"
         )
         exec(source, namespace)
-        func = namespace[p.name]
-        if p.kind == "fn":
-            cat.fn(provides=p.fact)(func)
-        elif p.kind == "check":
-            cat.check(hard=p.hard, provides=p.fact)(func)
-        else:
-            cat.rule(func)
-    questions = [
-        Question(name) if forced is None else Question(name, forced=forced)
-        for name, forced in spec.forced
-    ]
-    return cat, questions
+        funcs.append(namespace[p.name])
+    return declare(spec, funcs)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
