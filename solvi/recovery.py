@@ -11,6 +11,7 @@ import functools
 import math
 import threading
 import time
+from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -83,9 +84,14 @@ class JournalWriter:
     durable once `Journal.log` returns, so nothing is waited for; only an open
     entry committed in the database itself (a caller's id) is, before anything
     else of the request is logged. The methods are safe from several threads.
+
+    On an event loop, the starts of steps that are about to begin together (the
+    ready steps a worker hands to other workers) go out in one commit with the
+    first of them: each is durable before its call, for one commit instead of
+    several.
     """
 
-    __slots__ = ("eager", "journal", "lock", "opened", "pending", "request_id")
+    __slots__ = ("eager", "early", "journal", "lock", "opened", "pending", "request_id")
 
     def __init__(
         self, journal: Journal, request_id: str, first: Statement | None = None, *, eager: bool
@@ -99,6 +105,8 @@ class JournalWriter:
         self.eager = eager
         #: the open entry's commit: every later commit of the request comes after it
         self.opened: Ticket | None = None
+        #: steps whose start went out with another's (`astart`'s `others`): the commit
+        self.early: dict[int, tuple[Ticket, list[Item]]] = {}
         if first is not None:
             item = ["o", *first[1]]
             if eager:
@@ -119,17 +127,23 @@ class JournalWriter:
             return None
         return opened
 
-    def _submit_start(self, step: int, part: str) -> tuple[Ticket, list[Item]]:
+    def _submit_start(
+        self, step: int, part: str, others: Sequence[tuple[int, str]] = ()
+    ) -> tuple[Ticket, list[Item]]:
+        now = time.time()
         with self.lock:
             carried, self.pending = self.pending, []
-        items = [*carried, ["s", 0, step, part, time.time()]]
+        items = [*carried, ["s", 0, step, part, now]]
+        items.extend(["s", 0, other, name, now] for other, name in others)
         return self.journal.log(self.request_id, items), carried
 
     def _put_back(self, carried: list[Item]) -> None:
         """A failed commit took the open and settled entries it carried with it: they go
-        with the next commit instead."""
+        with the next commit instead (once, whichever step of a shared commit sees
+        it fail first)."""
         with self.lock:
             self.pending[:0] = carried
+            carried.clear()
 
     def start(self, step: int, part: str) -> None:
         """Commit a started entry (with what is pending) and wait for it; raise when
@@ -147,15 +161,35 @@ class JournalWriter:
             raise
         self._check_opened()
 
-    async def astart(self, step: int, part: str) -> None:
+    async def astart(self, step: int, part: str, others: Sequence[tuple[int, str]] = ()) -> None:
         """`start` on an event loop: the loop awaits the writer thread's commit (with a
-        journal that logs its commits, there is nothing to await)."""
+        journal that logs its commits, there is nothing to await).
+
+        `others` are (step, part) of steps about to begin as well: their starts go in
+        the same commit, and their own `astart` then only waits for it (if it
+        failed, each commits its start again alone, as if none had been shared).
+        """
+        early = self.early.pop(step, None) if self.early else None
+        if early is not None:
+            shared, carried = early
+            if not shared.done:
+                with contextlib.suppress(Exception):
+                    await shared.wait_async()
+            if shared.error is None:
+                self._check_opened()
+                return
+            self._put_back(carried)
+            others = ()  # they were in the failed commit too, and retry on their own
+        elif others and self.early:
+            others = [o for o in others if o[0] not in self.early]  # theirs are out
         opened = self.opened
         if opened is not None and not opened.done and self.journal.logs_commits:
             with contextlib.suppress(Exception):
                 await opened.wait_async()  # see `_open_pending`
             self._check_opened()
-        ticket, carried = self._submit_start(step, part)
+        ticket, carried = self._submit_start(step, part, others)
+        for other, _ in others:
+            self.early[other] = (ticket, carried)
         if not ticket.done:
             try:
                 await ticket.wait_async()

@@ -323,7 +323,7 @@ def items_of(statements: Iterable[Any]) -> tuple[list[str], list[Item]] | None:
     return list(ids), items
 
 
-def rows_of(request_id: str, items: Iterable[Item]) -> list[Statement]:
+def rows_of(request_id: str, items: Iterable[Sequence[Any]]) -> list[Statement]:
     """One request's items, as its `JournalWriter` makes them, as statements (with
     the entry checksums); nothing is checked: see `statements_of` for items read
     back from a log."""

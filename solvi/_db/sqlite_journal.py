@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,14 +104,16 @@ class _Direct:
     unit: Unit
 
 
-def _own_statements(ids: list[str], items: list[Item]) -> list[Statement] | None:
-    """The statements of a record this journal logged: its items are as a request's
-    writer makes them (converted unchecked), unless a caller of `SQLiteJournal.log`
-    handed over others (then checked as a reader checks a log)."""
-    try:
-        return rows_of(ids[0], items) if len(ids) == 1 else statements_of(ids, items)
-    except Exception:  # not a writer's items
-        return statements_of(ids, items)
+def _own_statements(ids: Sequence[str], items: Sequence[Sequence[Any]]) -> list[Statement] | None:
+    """The statements of a record this journal logged (kept as tuples): its items are
+    as a request's writer makes them (converted unchecked), unless a caller of
+    `SQLiteJournal.log` handed over others (then checked as a reader checks a log)."""
+    if len(ids) == 1:
+        try:
+            return rows_of(ids[0], items)
+        except Exception:  # not a writer's items
+            pass
+    return statements_of(list(ids), [list(i) if type(i) is tuple else i for i in items])
 
 
 def _safe(owner: str) -> str:
@@ -173,7 +175,7 @@ class SQLiteJournal(Journal):
         self._log_lock = threading.Lock()
         #: records in the log not yet known to be applied: (generation, start, end,
         #: ids, items), in log order (appended under the lock, dropped by the writer)
-        self._pending: deque[tuple[int, int, int, list[str], list[Item]]] = deque()
+        self._pending: deque[tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]] = deque()
         #: caller-chosen ids `has_request` found new, whose open goes to the database
         self._checked: set[str] = set()
         try:
@@ -285,7 +287,10 @@ class SQLiteJournal(Journal):
             except OSError as exc:
                 msg = f"cannot append to the journal's commit log in {log.directory}: {exc}"
                 return done_ticket(JournalError(msg))
-            self._pending.append((generation, start, end, ids, items))
+            # Kept as tuples of scalars, which the collector stops tracking: a backlog
+            # of lists would make every collection of the loop's thread scan it.
+            kept = tuple([tuple(item) if type(item) is list else item for item in items])
+            self._pending.append((generation, start, end, tuple(ids), kept))
         writer.nudge(_LOGGED)
         return _DONE
 
@@ -366,7 +371,7 @@ class SQLiteJournal(Journal):
         log = self._log
         if log is None or (upto is not None and upto <= at):
             return at
-        records: list[tuple[list[str], list[Statement]]] = []
+        records: list[tuple[Sequence[str], list[Statement]]] = []
         applied = Applied()
         end = at
         for generation, start, stop, ids, items in list(self._pending):

@@ -62,11 +62,14 @@ def _inline_sync(part: Any) -> bool:
     return not part.is_async and not part.blocking and part.timeout is None
 
 
-async def _astarting(run: Run, node: Node, tried: int) -> Cause | None:
-    """`Run.starting` for the event loop: the loop awaits the writer thread's commit."""
+async def _astarting(
+    run: Run, node: Node, tried: int, others: list[tuple[int, str]] | None = None
+) -> Cause | None:
+    """`Run.starting` for the event loop: the loop awaits the writer thread's commit
+    (of this start and of `others`', steps about to start on other workers)."""
     part = node.parts[tried].name
     try:
-        await run.journal.astart(node.index, part)
+        await run.journal.astart(node.index, part, others or ())
     except Exception as exc:
         return journal_refused(part, node.fact, exc)
     return None
@@ -231,7 +234,11 @@ class _Driver:
                     # collector's work down. The journal and the hooks hear of the
                     # step in the order `attempts` gives.
                     start = perf_counter()
-                    refused = None if run.journal is None else await _astarting(run, node, 0)
+                    if run.journal is None:
+                        refused = None
+                    else:
+                        others = self._starting_with(node) if ready else None
+                        refused = await _astarting(run, node, 0, others)
                     if refused is not None:
                         run.called(node, 0, start, perf_counter(), None, refused)
                     else:
@@ -268,6 +275,21 @@ class _Driver:
             if self.unstarted <= self.running:
                 return  # the busy workers take what is left as they finish
             await self._park()
+
+    def _starting_with(self, node: Node) -> list[tuple[int, str]] | None:
+        """The ready nodes that other workers are about to start on the fast path
+        (whose starts may go out with `node`'s): none in a speculative drive, where a
+        ready node may be dropped unstarted. In any other drive every ready node is
+        started, and a fast-path one by its first producer."""
+        if self.speculative:
+            return None
+        run, nodes, slow = self.run, self.run.program.nodes, self.slow
+        others = [
+            (i, nodes[i].first_part)
+            for i in self.ready
+            if slow[i] and i != node.index and run.fast_async(nodes[i])
+        ]
+        return others or None
 
     def _add_workers(self, wanted: int) -> None:
         woken = min(wanted, len(self.parked))

@@ -207,7 +207,9 @@ def _layers() -> Catalog:
 def test_each_start_is_committed_after_what_it_reads(backend: str) -> None:
     """Under aask, the open entry is committed first, each started entry after the
     settled entries of the steps it reads (in the same commit or an earlier one), and
-    the close last; a request commits once per started step and once to close."""
+    the close last. Steps that start together share a commit: the three steps ready
+    at the start are started in one, and no request commits more than once per
+    started step, once to open and once to close."""
     journal = Recording()
     cat = _layers()
     system = System(cat, journal=journal)
@@ -230,8 +232,62 @@ def test_each_start_is_committed_after_what_it_reads(backend: str) -> None:
         assert seen[-1] == ("UPDATE", "")
         assert sorted(p for k, p in seen if k == "settled") == sorted(reads)
         units = [unit for commit in journal.commits for unit in commit]
-        assert len(units) == len(reads) + 2  # the open, one per start, the close
+        assert len(units) <= len(reads) + 2
+        starts = [
+            [params[3] for sql, params in unit if sql == INSERT_ENTRY and params[1] == "started"]
+            for unit in units
+        ]
+        assert sorted(p for unit in starts for p in unit) == sorted(reads)
+        assert ["a0", "a1", "a2"] in starts
     system.close()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_failed_shared_start_refuses_only_the_step_it_was_for(backend: str) -> None:
+    """When the commit that carried several steps' starts fails, the step whose start
+    it was is refused; the others commit their starts again, alone, and run."""
+    calls: list[str] = []
+    cat = Catalog("shared_start")
+
+    def part(name: str) -> None:
+        async def call(x: int) -> int:
+            calls.append(name)
+            await anyio.sleep(0.001)
+            return x
+
+        call.__name__ = name
+        cat.fn(call)
+
+    for name in ("a0", "a1", "a2"):
+        part(name)
+
+    @cat.rule
+    def answer(a1: int, a2: int) -> int:
+        return a1 + a2
+
+    @cat.rule
+    def uses_a0(a0: int) -> int:
+        return a0
+
+    journal = Recording()
+    journal.fail_start_of = "a0"
+    system = System(cat, journal=journal)
+    response = anyio.run(lambda: system.aask({"x": 1}), backend=backend)
+    system.close()
+    (guard,) = response.safeguards
+    assert guard.part == "a0"
+    assert "journal could not record the start: OSError: disk full" in guard.message
+    assert sorted(calls) == ["a1", "a2"]
+    assert response["answer"].value == 2
+    assert response["uses_a0"].status == "abstained"
+    started = [
+        params[3]
+        for commit in journal.commits
+        for unit in commit
+        for sql, params in unit
+        if sql == INSERT_ENTRY and params[1] == "started"
+    ]
+    assert sorted(started) == ["a1", "a2", "answer"]
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
