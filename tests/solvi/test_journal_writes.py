@@ -18,6 +18,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
 from solvi import Catalog, ResumeRefused, System
 from solvi._db.exact import decode, encode
@@ -240,6 +243,99 @@ def test_each_start_is_committed_after_what_it_reads(backend: str) -> None:
         assert sorted(p for unit in starts for p in unit) == sorted(reads)
         assert ["a0", "a1", "a2"] in starts
     system.close()
+
+
+class _StartsAndCalls(SQLiteJournal):
+    """A NORMAL journal noting, in one list with the parts' calls, each start it makes
+    durable (a log append is durable when `log` returns)."""
+
+    def __init__(self, path: Path, events: list[str]) -> None:
+        super().__init__(path)
+        self.events = events
+
+    def log(self, request_id: str, items: list[Any]) -> Any:
+        ticket = super().log(request_id, items)
+        self.events.extend(f"start {item[3]}" for item in items if item[0] == "s")
+        return ticket
+
+
+class _Calls(Log):
+    """The parts' calls, in the journal's list of events."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__()
+        self.events = events
+
+    def add(self, name: str) -> None:
+        self.events.append(f"call {name}")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=catalogs(), state=states(), speculate=st.booleans())
+def test_every_call_follows_its_own_durable_start(
+    tmp_path_factory: pytest.TempPathFactory,
+    spec: CatalogSpec,
+    state: dict[str, int],
+    speculate: bool,
+) -> None:
+    """On random catalogs under aask, shared start commits or not: each call of a part
+    comes after a durable start of that part not used by an earlier call, and every
+    start is used by exactly one call (no start is written for a call never made)."""
+    events: list[str] = []
+    journal = _StartsAndCalls(tmp_path_factory.mktemp("starts") / "j.db", events)
+    cat, questions = build(spec, _Calls(events), async_parts=True)
+    system = system_of(cat, questions, journal=journal)
+    try:
+        anyio.run(lambda: system.aask(state, speculate=speculate))
+    finally:
+        system.close()
+    unused: dict[str, int] = {}
+    for event in events:
+        kind, part = event.split(" ", 1)
+        if kind == "start":
+            unused[part] = unused.get(part, 0) + 1
+        else:
+            assert unused.get(part, 0) > 0, f"{part} was called before its start was durable"
+            unused[part] -= 1
+    assert not any(unused.values()), f"starts with no call: {unused}"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_no_start_is_shared_in_a_speculative_drive(tmp_path: Path, backend: str) -> None:
+    """Under speculation a ready step is dropped unstarted once a hard check has failed:
+    its start was not written with another's, so the journal shows no start for it."""
+    events: list[str] = []
+    cat = Catalog("speculative_starts")
+
+    @cat.check(hard=True)
+    def gate(x: int) -> bool:
+        events.append("call gate")
+        return False
+
+    def part(name: str) -> None:
+        async def call(x: int) -> int:
+            events.append(f"call {name}")
+            await anyio.sleep(0.001)
+            return x
+
+        call.__name__ = name
+        cat.fn(call)
+
+    part("slow_a")
+    part("slow_b")
+
+    @cat.rule
+    def approve(gate: bool, slow_a: int, slow_b: int) -> bool:
+        return True
+
+    system = System(cat, journal=_StartsAndCalls(tmp_path / "j.db", events))
+    try:
+        response = anyio.run(lambda: system.aask({"x": 1}, speculate=True), backend=backend)
+    finally:
+        system.close()
+    assert response["approve"].status == "abstained"
+    assert response["approve"].guard == "gate"
+    assert events == ["start gate", "call gate"]
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
