@@ -73,3 +73,22 @@ def test_quick_run_prints_tables_and_writes_plot(
     svg = plot.read_text(encoding="utf-8")
     assert svg.startswith("<svg")
     assert svg.rstrip().endswith("</svg>")
+
+
+def test_an_earlier_solvi_without_hooks_is_measured_without_that_column(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`against.py` runs this script on earlier commits, whose System takes no `hooks`:
+    the `hooked` method is then left out, and the rest is measured as before."""
+    real = bench.solvi.System
+
+    def system_before_hooks(catalog: Any, questions: Any = None) -> Any:
+        return real(catalog, questions)
+
+    monkeypatch.setattr(bench.solvi, "System", system_before_hooks)
+    dags = _small_dags(bench)
+    assert "hooked" not in bench.final_values(dags[0])
+    assert bench.main(["--quick"], dags=dags) == 0
+    out = capsys.readouterr().out
+    assert "solvi ovh/step" in out
+    assert "with a hook" not in out
