@@ -12,8 +12,9 @@ Each round runs every chosen benchmark once in each environment, alternating
 (baseline, current, baseline, current, ...), each in a fresh process from a neutral
 directory, so it imports the solvi of the venv it runs in. This checkout's scripts
 run in both environments, with ``--json``: a baseline's own copies run only when they
-have that interface too. Every figure below is a ratio within one run, so the
-machine's speed cancels out; the tables give its median over the rounds, the range,
+have that interface too; a script that a side cannot start (an earlier solvi that
+lacks what it imports) is left out, saying why. Every figure below is a ratio within
+one run, so the machine's speed cancels out; the tables give its median over the rounds, the range,
 current/baseline, the goal and a verdict, and say whether the current side is worse
 than the baseline beyond noise (ranges apart and more than 5% worse).
 
@@ -302,14 +303,46 @@ def run_one(env: Env, name: str, *, quick: bool, cwd: Path) -> dict[str, Any]:
     return data
 
 
+def cannot_run(envs: Sequence[Env], names: Sequence[str], cwd: Path) -> dict[str, str]:
+    """The benchmarks that some side cannot even start (this checkout's script on an
+    earlier solvi that lacks what it imports), each with why: `--help` is run first."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    reasons: dict[str, str] = {}
+    for name in names:
+        for env in envs:
+            script = script_for(env, name)
+            done = subprocess.run(
+                [env.python, str(script), "--help"],
+                cwd=cwd,
+                env=environ,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            if done.returncode != 0:
+                lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+                where = "this checkout's" if script.parent == HERE else "its own"
+                reasons[name] = (
+                    f"{env.side} {env.rev} cannot start {where} {script.name}: {lines[-1]}"
+                )
+                break
+    return reasons
+
+
 def measure(
     envs: Sequence[Env], names: Sequence[str], *, rounds: int, quick: bool
 ) -> dict[str, Any]:
-    """Every benchmark once per round in each env, alternating; the JSONs and the load."""
-    runs: dict[str, dict[str, list[Any]]] = {e.side: {n: [] for n in names} for e in envs}
+    """Every benchmark once per round in each env, alternating; the JSONs and the load
+    (a benchmark that a side cannot start is left out, saying why)."""
     load: list[float] = [os.getloadavg()[0]]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="solvi-against-run-") as cwd:
+        skipped = cannot_run(envs, names, Path(cwd))
+        for name, why in skipped.items():
+            print(f"  {name}: not measured: {why}", file=sys.stderr, flush=True)
+        names = [n for n in names if n not in skipped]
+        runs: dict[str, dict[str, list[Any]]] = {e.side: {n: [] for n in names} for e in envs}
         for r in range(rounds):
             for name in names:
                 for env in envs:
@@ -332,6 +365,7 @@ def measure(
         "envs": {e.side: {"rev": e.rev, "commit": e.commit, "python": e.python} for e in envs},
         "scripts": {e.side: {n: runs[e.side][n][0]["script"] for n in names} for e in envs},
         "runs": runs,
+        "skipped": skipped,
     }
 
 
@@ -419,6 +453,8 @@ def report(record: dict[str, Any]) -> str:
             "this checkout's" if Path(p).parent == HERE else "its own" for p in scripts.values()
         }
         lines.append(f"  {side} ran {' and '.join(sorted(where))} benchmark scripts")
+    for name, why in record.get("skipped", {}).items():
+        lines.append(f"  {name}: not measured: {why}")
     lines.append(
         "figures are medians over rounds [range]; 'vs before' is WORSE when the ranges are "
         f"apart and the medians more than {NOISE:.0%} apart"
@@ -454,6 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with environments(args.baseline, args.current) as envs:
         record = measure(envs, args.only, rounds=rounds, quick=args.quick)
+    if not record["runs"]["current"]:
+        print("nothing could be measured on both sides; see the reasons above", file=sys.stderr)
+        return 1
     if args.save is not None:
         args.save.write_text(json.dumps(record), encoding="utf-8")
     print(report(record))

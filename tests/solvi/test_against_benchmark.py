@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -137,3 +138,31 @@ def test_bad_arguments_are_refused(bench: ModuleType, argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         bench.main(argv)
     assert exc.value.code == 2
+
+
+def test_a_benchmark_a_side_cannot_start_is_left_out_saying_why(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script that fails to start on one side (an earlier solvi lacking what it imports)
+    is not measured, and the report says which side, which script and the error."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "overhead.py").write_text('"--json"\nimport sys\nsys.exit(0)\n', encoding="utf-8")
+    (scripts / "journal_overhead.py").write_text(
+        '"--json"\nimport solvi_has_no_such_module\n', encoding="utf-8"
+    )
+    env = bench.Env("baseline", "old", "0" * 40, sys.executable, scripts)
+    reasons = bench.cannot_run([env], ["overhead", "journal"], tmp_path)
+    assert list(reasons) == ["journal"]
+    assert reasons["journal"].startswith("baseline old cannot start its own journal_overhead.py")
+    assert "ModuleNotFoundError: No module named 'solvi_has_no_such_module'" in reasons["journal"]
+
+    record = _record()
+    del record["runs"]["baseline"]["journal"], record["runs"]["current"]["journal"]
+    record["skipped"] = reasons
+    saved = tmp_path / "runs.json"
+    saved.write_text(json.dumps(record), encoding="utf-8")
+    assert bench.main(["--load", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "  journal: not measured: baseline old cannot start its own" in out
+    assert "journal on 2 ms steps" not in out
