@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,18 @@ def test_each_start_is_committed_after_what_it_reads(backend: str) -> None:
     system.close()
 
 
+def _add_io_part(cat: Catalog, name: str, note: Callable[[str], object]) -> None:
+    """An async part `name` reading ``x`` that notes its call, then waits 1 ms."""
+
+    async def call(x: int) -> int:
+        note(name)
+        await anyio.sleep(0.001)
+        return x
+
+    call.__name__ = name
+    cat.fn(call)
+
+
 class _StartsAndCalls(SQLiteJournal):
     """A NORMAL journal noting, in one list with the parts' calls, each start it makes
     durable (a log append is durable when `log` returns)."""
@@ -312,17 +324,8 @@ def test_no_start_is_shared_in_a_speculative_drive(tmp_path: Path, backend: str)
         events.append("call gate")
         return False
 
-    def part(name: str) -> None:
-        async def call(x: int) -> int:
-            events.append(f"call {name}")
-            await anyio.sleep(0.001)
-            return x
-
-        call.__name__ = name
-        cat.fn(call)
-
-    part("slow_a")
-    part("slow_b")
+    for name in ("slow_a", "slow_b"):
+        _add_io_part(cat, name, lambda called: events.append(f"call {called}"))
 
     @cat.rule
     def approve(gate: bool, slow_a: int, slow_b: int) -> bool:
@@ -345,17 +348,8 @@ def test_a_failed_shared_start_refuses_only_the_step_it_was_for(backend: str) ->
     calls: list[str] = []
     cat = Catalog("shared_start")
 
-    def part(name: str) -> None:
-        async def call(x: int) -> int:
-            calls.append(name)
-            await anyio.sleep(0.001)
-            return x
-
-        call.__name__ = name
-        cat.fn(call)
-
     for name in ("a0", "a1", "a2"):
-        part(name)
+        _add_io_part(cat, name, calls.append)
 
     @cat.rule
     def answer(a1: int, a2: int) -> int:
