@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio.lowlevel
 import attrs
 from hypothesis import strategies as st
 
@@ -55,10 +56,12 @@ def _value(inputs: tuple[Any, ...], salt: int) -> int:
     return total % 101
 
 
-def _make(spec: PartSpec, log: Log, async_part: bool) -> Any:
+def _make(spec: PartSpec, log: Log, async_part: bool, yields: bool = False) -> Any:
     params = ", ".join(spec.inputs)
+    pause = "    await checkpoint()\n" if async_part and yields else ""
     body = (
         "    log.add(name)\n"
+        f"{pause}"
         "    v = value(({args}), salt)\n"
         "    if v % 13 == 0:\n"
         "        raise ValueError(f'{{name}} refuses {{v}}')\n"
@@ -74,17 +77,20 @@ def _make(spec: PartSpec, log: Log, async_part: bool) -> Any:
         "value": _value,
         "salt": spec.salt,
         "name": spec.name,
+        "checkpoint": anyio.lowlevel.checkpoint,
     }
     exec(source, namespace)
     return namespace[spec.name]
 
 
 def build(
-    spec: CatalogSpec, log: Log, *, async_parts: bool = False
+    spec: CatalogSpec, log: Log, *, async_parts: bool = False, yields: bool = False
 ) -> tuple[Catalog, list[Question]]:
-    """Make the catalog and questions a spec describes."""
+    """Make the catalog and questions a spec describes: with `async_parts`, every other
+    part is async, and with `yields` those let the loop run others once during a call."""
     return declare(
-        spec, [_make(p, log, async_parts and i % 2 == 0) for i, p in enumerate(spec.parts)]
+        spec,
+        [_make(p, log, async_parts and i % 2 == 0, yields) for i, p in enumerate(spec.parts)],
     )
 
 

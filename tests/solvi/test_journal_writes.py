@@ -295,7 +295,7 @@ def test_every_call_follows_its_own_durable_start(
     start is used by exactly one call (no start is written for a call never made)."""
     events: list[str] = []
     journal = _StartsAndCalls(tmp_path_factory.mktemp("starts") / "j.db", events)
-    cat, questions = build(spec, _Calls(events), async_parts=True)
+    cat, questions = build(spec, _Calls(events), async_parts=True, yields=True)
     system = system_of(cat, questions, journal=journal)
     try:
         anyio.run(lambda: system.aask(state, speculate=speculate))
