@@ -109,10 +109,9 @@ def _own_statements(ids: Sequence[str], items: Sequence[Sequence[Any]]) -> list[
     as a request's writer makes them (converted unchecked), unless a caller of
     `SQLiteJournal.log` handed over others (then checked as a reader checks a log)."""
     if len(ids) == 1:
-        try:
+        # Items that are not a writer's make `rows_of` raise: they are then checked.
+        with contextlib.suppress(Exception):
             return rows_of(ids[0], items)
-        except Exception:  # not a writer's items
-            pass
     return statements_of(list(ids), [list(i) if type(i) is tuple else i for i in items])
 
 
