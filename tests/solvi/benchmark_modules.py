@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+
+from file_modules import import_file
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -14,13 +15,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 def load_benchmark(filename: str) -> Iterator[ModuleType]:
     """Yield `benchmarks/<filename>` imported as a module, and forget it afterwards."""
     name = "solvi_benchmark_" + Path(filename).stem
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / filename)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield import_file(BENCHMARKS / filename, name)
     finally:
         sys.modules.pop(name, None)

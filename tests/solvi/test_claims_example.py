@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from file_modules import import_file
 
 from solvi import Response, System
 
@@ -33,15 +33,10 @@ EXPENSIVE = [
 @pytest.fixture(scope="module")
 def claims() -> Iterator[ModuleType]:
     """The example module, loaded from its file."""
-    spec = importlib.util.spec_from_file_location("claims_example_under_test", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = import_file(EXAMPLE, "claims_example_under_test")
     yield module
     module.system.close()
-    del sys.modules[spec.name]
+    del sys.modules["claims_example_under_test"]
 
 
 def _state(claims: ModuleType, claim_id: str) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
@@ -17,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from benchmark_modules import load_benchmark
+from file_modules import import_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -408,13 +408,7 @@ def test_fit_keeps_the_stored_heads_of_questions_it_does_not_ask(tmp_path: Path)
 
 
 def _load_loans() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("loans_under_test", LOANS)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(LOANS, "loans_under_test")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ conflicts reported, failures as safeguards, and one record whichever way they ra
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from file_modules import import_file
 
 from solvi import Catalog, Safeguard, System
 from solvi.extract import EXTRACTS, ExtractStep, Overruled, TextResponse, respond
@@ -496,11 +496,7 @@ def test_the_triage_example_prints_its_table() -> None:
 
 def test_the_triage_example_decides_from_text_alone() -> None:
     """Its tickets abstain where the text is unclear, with reasons naming the extracts."""
-    spec = importlib.util.spec_from_file_location("triage_example_under_test", TRIAGE)
-    assert spec is not None
-    assert spec.loader is not None
-    triage = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(triage)
+    triage = import_file(TRIAGE, "triage_example_under_test")
     res = triage.system.ask_text(triage.TICKETS["T3"])
     assert res["priority"].reason == (
         'inputs missing: severity (extracts disagree: tagged_severity gave "low", '

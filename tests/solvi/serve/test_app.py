@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import re
 import subprocess
@@ -20,6 +19,7 @@ import jsonschema  # type: ignore[import-untyped]  # the lock has no stubs for i
 import pytest
 import pytest_asyncio
 from anyio.from_thread import start_blocking_portal
+from file_modules import import_file
 from flows.serve_app import LOANS, make_system
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -531,12 +531,7 @@ async def test_mounted_app_reports_its_mount_path() -> None:
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
     """The Starlette example module, loaded from its file."""
-    spec = importlib.util.spec_from_file_location("starlette_example_under_test", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(EXAMPLE, "starlette_example_under_test")
 
 
 @pytest.mark.asyncio

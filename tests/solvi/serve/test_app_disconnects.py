@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import random
 import time
@@ -17,6 +16,7 @@ from types import ModuleType
 import httpx
 import pytest
 import serving
+from file_modules import import_file
 from serving import free_port, serve_command
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -68,12 +68,7 @@ def system():
 
 
 def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("disconnects_app", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, "disconnects_app")
 
 
 @pytest.fixture
