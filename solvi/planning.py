@@ -52,7 +52,6 @@ class Planner:
         self.guard = guard
         self.cost_book = cost_book
         self.max_flows = settings.max_flows
-        self.journal_version = journal_version
         self.chooser: ProducerChooser | None = None
         if settings.cost_policy == "measured" or settings.learned_producers:
             groups: dict[str, list[Part]] = {}
@@ -66,10 +65,11 @@ class Planner:
                 measured=settings.cost_policy == "measured",
                 failures=OrderModel() if settings.learned_producers else None,
             )
-        self._flows = FlowCache(parts, questions, settings.strategist, guard, self.max_flows)
+        self.replan(settings.strategist, journal_version)
 
     def replan(self, strategist: Strategist, journal_version: str) -> None:
-        """Plan with `strategist` from now on: every cached flow is forgotten."""
+        """Plan with `strategist` from now on, pinning `journal_version`: every cached
+        flow is forgotten."""
         self._flows = FlowCache(self.parts, self.questions, strategist, self.guard, self.max_flows)
         self.journal_version = journal_version
 
