@@ -22,6 +22,12 @@ than the baseline beyond noise (ranges apart and more than 5% worse).
     .venv/bin/python benchmarks/against.py                  # 3 rounds of the full runs, ~20 min
     .venv/bin/python benchmarks/against.py --current HEAD --rounds 5 --save runs.json
     .venv/bin/python benchmarks/against.py --load runs.json  # the tables again, no timing
+    .venv/bin/python benchmarks/against.py --baseline HEAD --baseline-with anyio==4.13.0 \
+        --only async
+
+``--baseline-with NAME==VERSION`` (repeatable) installs that exact version into the
+baseline's venv after its lock: with ``--baseline HEAD`` both sides run the same solvi,
+and the tables show what the dependency's version alone changes.
 
 ``SOLVI_TEST_POSTGRES_DSN`` is passed on: with it, ``journal_overhead.py`` measures
 the PostgreSQL journal too.
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -67,6 +74,21 @@ class Env:
     commit: str
     python: str
     scripts: Path
+    #: exact versions installed over the lock (``--baseline-with``)
+    pins: tuple[str, ...] = ()
+
+
+#: what ``--baseline-with`` takes: a distribution name and an exact version, nothing that
+#: could name a file or an address to install from
+PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+
+
+def pin(text: str) -> str:
+    """An argparse type: ``NAME==VERSION``, or an error saying what is wanted."""
+    if PIN.fullmatch(text) is None:
+        msg = f"{text!r} is not NAME==VERSION (an exact version, such as anyio==4.13.0)"
+        raise argparse.ArgumentTypeError(msg)
+    return text
 
 
 @dataclass(frozen=True)
@@ -226,8 +248,11 @@ def _uv(*args: str) -> None:
         raise RuntimeError(msg)
 
 
-def _install(side: str, rev: str, root: Path, worktrees: list[Path]) -> Env:
-    """Check `rev` out under `root` and install it, with its own lock, into a venv there."""
+def _install(
+    side: str, rev: str, root: Path, worktrees: list[Path], pins: Sequence[str] = ()
+) -> Env:
+    """Check `rev` out under `root` and install it, with its own lock and then `pins`, into
+    a venv there."""
     commit = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
     src, venv = root / f"{side}-src", root / f"{side}-venv"
     _git("worktree", "add", "--detach", str(src), commit)
@@ -240,8 +265,13 @@ def _install(side: str, rev: str, root: Path, worktrees: list[Path]) -> Env:
     except RuntimeError:  # not all in uv's cache: from the registry
         _uv("pip", "sync", "--quiet", "--python", python, lock)
 
+    if pins:
+        try:
+            _uv("pip", "install", "--quiet", "--offline", "--python", python, *pins)
+        except RuntimeError:
+            _uv("pip", "install", "--quiet", "--python", python, *pins)
     _uv("pip", "install", "--quiet", "--offline", "--no-deps", "--python", python, str(src))
-    return Env(side, rev, commit, python, src / "benchmarks")
+    return Env(side, rev, commit, python, src / "benchmarks", tuple(pins))
 
 
 def _this_checkout() -> Env:
@@ -251,12 +281,14 @@ def _this_checkout() -> Env:
 
 
 @contextmanager
-def environments(baseline: str, current: str) -> Iterator[tuple[Env, Env]]:
+def environments(
+    baseline: str, current: str, pins: Sequence[str] = ()
+) -> Iterator[tuple[Env, Env]]:
     """The two sides, installed for the duration; worktrees and venvs removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="solvi-against-"))
     worktrees: list[Path] = []
     try:
-        base = _install("baseline", baseline, root, worktrees)
+        base = _install("baseline", baseline, root, worktrees, pins)
         cur = _this_checkout() if current == "." else _install("current", current, root, worktrees)
         yield base, cur
     finally:
@@ -362,7 +394,10 @@ def measure(
         "seconds": time.perf_counter() - started,
         "cpus": os.cpu_count(),
         "load": load,
-        "envs": {e.side: {"rev": e.rev, "commit": e.commit, "python": e.python} for e in envs},
+        "envs": {
+            e.side: {"rev": e.rev, "commit": e.commit, "python": e.python, "pins": list(e.pins)}
+            for e in envs
+        },
         "scripts": {e.side: {n: runs[e.side][n][0]["script"] for n in names} for e in envs},
         "runs": runs,
         "skipped": skipped,
@@ -444,7 +479,12 @@ def report(record: dict[str, Any]) -> str:
         f"solvi against an earlier commit, {record['date']}: {record['rounds']} round(s) of the "
         f"{'--quick' if record['quick'] else 'full'} runs, alternating baseline and current, "
         f"{record['seconds'] / 60:.1f} min",
-        *(f"  {side}: {e['rev']} = {e['commit']} ({e['python']})" for side, e in envs.items()),
+        *(
+            f"  {side}: {e['rev']} = {e['commit']}"
+            + "".join(f" with {p}" for p in e.get("pins", ()))
+            + f" ({e['python']})"
+            for side, e in envs.items()
+        ),
         f"  load average (1 min) over the run: median {statistics.median(load):.2f}, "
         f"{min(load):.2f} to {max(load):.2f}, on {record['cpus']} CPUs",
     ]
@@ -472,6 +512,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--current", default=".", metavar="REV", help="'.': this checkout (default), or a commit"
     )
+    parser.add_argument(
+        "--baseline-with",
+        type=pin,
+        action="append",
+        default=[],
+        metavar="NAME==VERSION",
+        help="install this exact version into the baseline's venv after its lock (repeatable)",
+    )
     parser.add_argument("--rounds", type=int, default=None, help="default 3, quick 1")
     parser.add_argument("--quick", action="store_true", help="the benchmarks' --quick runs")
     parser.add_argument(
@@ -488,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     # a SIGTERM ends the run through the cleanup below (worktrees, venvs, the running child)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with environments(args.baseline, args.current) as envs:
+    with environments(args.baseline, args.current, args.baseline_with) as envs:
         record = measure(envs, args.only, rounds=rounds, quick=args.quick)
     if not record["runs"]["current"]:
         print("nothing could be measured on both sides; see the reasons above", file=sys.stderr)

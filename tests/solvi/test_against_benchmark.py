@@ -131,7 +131,16 @@ def test_a_saved_run_prints_again(
 
 @pytest.mark.parametrize(
     "argv",
-    [["--rounds", "0"], ["--only", "nonsense"], ["--rounds", "x"]],
+    [
+        ["--rounds", "0"],
+        ["--only", "nonsense"],
+        ["--rounds", "x"],
+        ["--baseline-with", "anyio"],
+        ["--baseline-with", "anyio>=4.13"],
+        ["--baseline-with", "anyio @ https://example.invalid/anyio.whl"],
+        ["--baseline-with", "./anyio-4.13.0-py3-none-any.whl"],
+        ["--baseline-with", "--index-url=x"],
+    ],
 )
 def test_bad_arguments_are_refused(bench: ModuleType, argv: list[str]) -> None:
     """A bad argument stops before anything is checked out or installed."""
@@ -166,3 +175,21 @@ def test_a_benchmark_a_side_cannot_start_is_left_out_saying_why(
     out = capsys.readouterr().out
     assert "  journal: not measured: baseline old cannot start its own" in out
     assert "journal on 2 ms steps" not in out
+
+
+def test_a_pinned_dependency_is_shown_with_its_side(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--baseline-with` pins are part of the record, and the heading names them."""
+    assert bench.pin("anyio==4.13.0") == "anyio==4.13.0"
+    record = _record()
+    record["envs"]["baseline"]["pins"] = ["anyio==4.13.0", "attrs==25.1.0"]
+    saved = tmp_path / "runs.json"
+    saved.write_text(json.dumps(record), encoding="utf-8")
+    assert bench.main(["--load", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "baseline: 9be2a68 = 9be2a68" + "0" * 33 + " with anyio==4.13.0 with attrs==25.1.0 (py)"
+        in out
+    )
+    assert "current: . = abc (py)" in out
