@@ -42,6 +42,7 @@ from solvi._db.journal_base import (
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
+from solvi._db.sqlite_lock import busy, write_transaction
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -76,6 +77,8 @@ JOURNAL = migrations.Component(
 SQLITE_VERSION = JOURNAL.version
 #: most caller ids remembered between `has_request` and the request's open
 _CHECKED_MAX = 10_000
+#: seconds a connection waits for another process's lock before "database is locked"
+BUSY_TIMEOUT = 30.0
 #: records the writer turns into rows between two moments it lets go of the GIL
 _APPLY_RUN = 16
 
@@ -187,6 +190,13 @@ class SQLiteJournal(Journal):
         return f"SQLiteJournal({str(self.path)!r})"
 
     def _damaged_file(self, exc: Exception) -> JournalError:
+        if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+            msg = (
+                f"journal {str(self.path)!r} could not be written: {exc}; find the process "
+                f"holding it (a long transaction, or a tool with the file open), or raise "
+                f"its load"
+            )
+            return JournalError(msg)
         msg = (
             f"{str(self.path)!r} is not a usable solvi journal ({exc}); point journal= at "
             f"another file, or move this one aside if it is damaged"
@@ -207,17 +217,10 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         plan = migrations.migrate_plan(JOURNAL, SQLITE, repr(str(self.path)))
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            drive(sqlite_execute(conn), plan)
-            conn.execute("COMMIT")
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT):
+                drive(sqlite_execute(conn), plan)
         except sqlite3.DatabaseError as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise self._damaged_file(exc) from exc
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def _conn(self) -> sqlite3.Connection:
         """This thread's connection (the writer thread has one too)."""
@@ -225,7 +228,7 @@ class SQLiteJournal(Journal):
         if conn is None:
             try:
                 conn = sqlite3.connect(
-                    self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                    self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
@@ -330,8 +333,7 @@ class SQLiteJournal(Journal):
 
         applied: Position | None = None
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT):
                 at = (0, 0) if self._log is None else self._own_position(conn)
                 for unit in units:
                     if isinstance(unit, _Direct):
@@ -340,10 +342,6 @@ class SQLiteJournal(Journal):
                 # Then whatever the log holds: nothing logged waits on a unit not yet
                 # committed (a request waits for its open to commit before it logs).
                 applied = self._apply_own(conn, at, None)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.IntegrityError):
                 raise
@@ -441,18 +439,13 @@ class SQLiteJournal(Journal):
             return
         conn = self._conn()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit):
                 applied = journal_log.apply_logs(conn, self._lock_dir, self._alive_name)
                 self._local.view = True
-                yield applied
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            finally:
-                self._local.view = False
-            conn.execute("COMMIT" if commit else "ROLLBACK")
+                try:
+                    yield applied
+                finally:
+                    self._local.view = False
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
         except OSError as exc:

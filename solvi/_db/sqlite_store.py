@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from solvi._db.migrations import migrate_plan
+from solvi._db.sqlite_lock import write_transaction
 from solvi._db.store_plans import SQLITE, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
@@ -47,6 +49,7 @@ class SQLiteStore(PlanStore):
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         if read_only:
@@ -145,13 +148,8 @@ class SQLiteStore(PlanStore):
                 raise StoreError(msg)
 
             try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
+                with self._transaction(conn, write=write):
                     result = drive(sqlite_execute(conn), plan)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 if write:
                     raise
@@ -160,6 +158,21 @@ class SQLiteStore(PlanStore):
                 msg = f"SQLite store {str(self.path)!r} cannot be read: {exc}"
                 raise StoreError(msg) from exc
             return result
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
+        """A write transaction that holds the lock from its start, or a plain read."""
+        if write:
+            with write_transaction(conn, str(self.path), self._timeout):
+                yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     async def _arun(self, plan: Plan[T], *, write: bool) -> T:
         def run() -> T:

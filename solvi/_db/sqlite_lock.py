@@ -1,0 +1,106 @@
+"""Write transactions on SQLite that other processes and threads writing all the time
+cannot starve.
+
+SQLite's own busy handler waits for the write lock with sleeps that grow to 100 ms.
+Beside a process whose writer thread commits continually, the lock is free only
+between two of its transactions, for well under a millisecond, so a waiter looking
+again every 100 ms can miss every gap for seconds: a `resume` beside such a process
+once waited 8 s. A waiter here looks again within a millisecond, at random moments so
+that processes do not wake in step. Only one thread of a process looks at a time: the
+others wait their turn on a lock of the process, asleep, because many threads waking
+every millisecond would take the interpreter lock from the thread that holds the
+database's lock and must run to release it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["busy", "write_transaction"]
+
+#: the longest pause between two tries for the database's lock (seconds)
+MAX_PAUSE = 0.001
+
+_turns: dict[str, threading.RLock] = {}
+_turns_lock = threading.Lock()
+
+
+def _turn(path: str) -> threading.RLock:
+    """The lock this process's threads take in turn before they write `path`."""
+    key = os.path.realpath(path)
+    with _turns_lock:
+        turn = _turns.get(key)
+        if turn is None:
+            turn = _turns[key] = threading.RLock()
+        return turn
+
+
+def busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED, extended codes included (their low byte)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _locked(path: str, timeout: float, by: str) -> sqlite3.OperationalError:
+    """SQLite's "database is locked" error, saying who held the lock and for how long."""
+    exc = sqlite3.OperationalError(
+        f"database is locked: {by} held the write lock of {path!r} for more than {timeout:g} s"
+    )
+    exc.sqlite_errorcode = sqlite3.SQLITE_BUSY
+    exc.sqlite_errorname = "SQLITE_BUSY"
+    return exc
+
+
+def _begin(conn: sqlite3.Connection, path: str, timeout: float, deadline: float) -> None:
+    """``BEGIN IMMEDIATE``, tried again while another connection holds the lock."""
+    conn.execute("PRAGMA busy_timeout = 0")  # this polls instead of SQLite's handler
+    try:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise _locked(path, timeout, "another connection") from exc
+            else:
+                return
+            time.sleep(random.uniform(0.0, MAX_PAUSE))
+    finally:
+        # every other statement keeps waiting the SQLite way, up to the timeout
+        conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+
+
+@contextmanager
+def write_transaction(
+    conn: sqlite3.Connection, path: str, timeout: float, *, commit: bool = True
+) -> Iterator[None]:
+    """A transaction on `conn` that holds the database's write lock from its start:
+    committed when the body returns (rolled back with `commit` False), rolled back when
+    it raises.
+
+    Raises:
+        sqlite3.OperationalError: "database is locked", when the lock could not be had
+            in `timeout` seconds (by this process's turn and SQLite's lock together).
+    """
+    deadline = time.monotonic() + timeout
+    turn = _turn(path)
+    if not turn.acquire(timeout=timeout):
+        raise _locked(path, timeout, "another thread of this process")
+    try:
+        _begin(conn, path, timeout, deadline)
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT" if commit else "ROLLBACK")
+    finally:
+        turn.release()

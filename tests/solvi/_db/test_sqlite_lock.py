@@ -1,0 +1,174 @@
+"""solvi._db.sqlite_lock: write transactions that wait for the lock in turn, and give up
+with a clear error."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from solvi._db import sqlite_journal
+from solvi._db.sqlite_journal import SQLiteJournal
+from solvi._db.sqlite_lock import busy, write_transaction
+from solvi.journal import JournalError
+
+
+def _connect(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    return conn
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "t.db"
+    conn = _connect(path)
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.close()
+    return path
+
+
+def _rows(path: Path) -> list[int]:
+    conn = _connect(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT x FROM t ORDER BY x")]
+    finally:
+        conn.close()
+
+
+def test_a_transaction_commits_on_return_and_rolls_back_otherwise(db: Path) -> None:
+    """Returned: committed; raised: rolled back and raised again; commit=False: rolled back."""
+    conn = _connect(db)
+    with write_transaction(conn, str(db), 1.0):
+        conn.execute("INSERT INTO t VALUES (1)")
+
+    def fail() -> None:
+        with write_transaction(conn, str(db), 1.0):
+            conn.execute("INSERT INTO t VALUES (2)")
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        fail()
+    with write_transaction(conn, str(db), 1.0, commit=False):
+        conn.execute("INSERT INTO t VALUES (3)")
+    assert not conn.in_transaction
+    assert _rows(db) == [1]
+    # the connection's own busy timeout is what it was, for every other statement
+    assert conn.execute("PRAGMA busy_timeout").fetchone() == (1000,)
+
+
+def test_it_waits_for_another_connection_to_let_go(db: Path) -> None:
+    """Another connection (another process, to SQLite) holds the lock; the transaction
+    starts once it is released, and its write lands after the other's."""
+    holder = _connect(db)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    waiting = threading.Event()
+
+    def release() -> None:
+        waiting.wait(5)
+        holder.execute("COMMIT")
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    conn = _connect(db)
+    waiting.set()
+    with write_transaction(conn, str(db), 5.0):
+        conn.execute("INSERT INTO t VALUES ((SELECT max(x) FROM t) + 1)")
+    thread.join()
+    assert _rows(db) == [1, 2]
+
+
+def test_a_lock_held_past_the_timeout_is_reported_naming_the_file(db: Path) -> None:
+    holder = _connect(db)
+    holder.execute("BEGIN IMMEDIATE")
+    conn = _connect(db)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as exc, write_transaction(conn, str(db), 0.2):
+            pytest.fail("the body ran without the lock")
+        assert str(exc.value) == (
+            f"database is locked: another connection held the write lock of {str(db)!r} "
+            f"for more than 0.2 s"
+        )
+        assert busy(exc.value)
+        assert not conn.in_transaction
+        assert conn.execute("PRAGMA busy_timeout").fetchone() == (200,)
+    finally:
+        holder.execute("ROLLBACK")
+
+
+def test_threads_of_one_process_wait_in_turn(db: Path) -> None:
+    """While one thread of the process holds the database's write lock, another waits on
+    the process's turn (not on SQLite), and says so when its timeout passes; then
+    threads writing at once all get their turn."""
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        conn = _connect(db)
+        with write_transaction(conn, str(db), 5.0):
+            inside.set()
+            leave.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(5)
+    conn = _connect(db)
+    with pytest.raises(sqlite3.OperationalError, match="another thread of this process"):
+        with write_transaction(conn, str(db), 0.2):
+            pytest.fail("two threads of one process held the write lock at once")
+    leave.set()
+    holder.join()
+
+    errors: list[BaseException] = []
+
+    def add(n: int) -> None:
+        own = _connect(db)
+        try:
+            for k in range(20):
+                with write_transaction(own, str(db), 30.0):
+                    own.execute("INSERT INTO t VALUES (?)", (n * 100 + k,))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(_rows(db)) == 160
+
+
+def test_any_other_error_is_raised_at_once(db: Path) -> None:
+    conn = _connect(db)
+    conn.execute("BEGIN")
+    with pytest.raises(sqlite3.OperationalError, match="within a transaction") as exc:
+        with write_transaction(conn, str(db), 30.0):
+            pytest.fail("a transaction began inside another")
+    assert not busy(exc.value)
+
+
+def test_a_journal_locked_too_long_says_so_not_that_it_is_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal whose file another connection keeps locked past the timeout raises a
+    JournalError that names the lock, not one that calls the file damaged."""
+    path = tmp_path / "journal.db"
+    journal = SQLiteJournal(path)
+    monkeypatch.setattr(sqlite_journal, "BUSY_TIMEOUT", 0.2)
+    holder = _connect(path)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(JournalError) as exc:
+            journal.catch_up()
+    finally:
+        holder.execute("ROLLBACK")
+        journal.close()
+    assert str(exc.value) == (
+        f"journal {str(path)!r} could not be written: database is locked: another "
+        f"connection held the write lock of {str(path)!r} for more than 0.2 s; find the "
+        f"process holding it (a long transaction, or a tool with the file open), or raise "
+        f"its load"
+    )
