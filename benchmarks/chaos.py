@@ -10,6 +10,15 @@ slot is busy. The parent SIGKILLs it after a random delay (up to 1 s; 0.4 s with
 --quick). After the last kill a final round only recovers, and a last process only
 inspects.
 
+With ``--overlap`` each round starts while the one before still runs: once the new
+child prints RUNNING (it has recovered what the dead rounds left, beside a live
+process, and its own requests are in flight), the parent waits the random delay and
+SIGKILLs the older one. So two live processes share the journal and the store
+throughout, each round recovers beside a live sibling whose requests it must not
+claim, and every kill lands while another process keeps writing. A request's owner
+counts as alive at an inspection when its round is the one still running then; the
+rows below judge only requests whose owner was dead.
+
 Every part call appends one line (round, role, request id, part) to a side-effect
 file with `os.write` on an O_APPEND descriptor, so calls cut short by the kill are
 counted too. The parent then judges, from that file, each round's report, the store
@@ -33,7 +42,7 @@ SQLite by default (journal and store in two files of a temporary directory);
 ``--postgres DSN`` puts both in a fresh schema of that server (dropped at the end),
 through `runtime_resume/backends.py`. Exit status 1 when any row fails.
 
-    python benchmarks/chaos.py [--quick] [--kills N] [--seed S] [--postgres DSN]
+    python benchmarks/chaos.py [--quick] [--overlap] [--kills N] [--seed S] [--postgres DSN]
 """
 
 from __future__ import annotations
@@ -235,17 +244,20 @@ def _stored(system: System, request_id: str) -> bool:
     return True
 
 
-def recover_round(system: System, work: Path, round_no: int) -> dict[str, Any]:
-    """Inspect, recover and resume everything; probe what the killed round left unstored."""
-    report: dict[str, Any] = {"round": round_no, "inspected": _status(system)}
+def recover_round(
+    system: System, work: Path, round_no: int, probe: list[int], live: list[int]
+) -> dict[str, Any]:
+    """Inspect, recover and resume everything; probe what the killed rounds in `probe` left
+    unstored. `live`: the rounds whose process may still run (their requests are theirs)."""
+    report: dict[str, Any] = {"round": round_no, "live": live, "inspected": _status(system)}
     t0 = time.perf_counter()
     recovered = [r.request_id for r in system.recover()]
     report["recovered"] = recovered
     report["resumes"] = {rid: _attempt(system, rid) for rid in recovered}
     probes: dict[str, Any] = {}
-    prefix = f"r{round_no - 1:03d}-"
+    prefixes = tuple(f"r{n:03d}-" for n in probe)
     for rid in _lines(work / "started.log"):
-        if rid.startswith(prefix) and rid not in report["resumes"] and not _stored(system, rid):
+        if rid.startswith(prefixes) and rid not in report["resumes"] and not _stored(system, rid):
             probes[rid] = _attempt(system, rid)
     report["probes"] = probes
     report["recovery_s"] = time.perf_counter() - t0
@@ -302,9 +314,9 @@ def child(args: argparse.Namespace) -> None:
     TAG = f"{args.round}\t{ROLE_RESUME}"
     system = _system(args.journal, args.store)
     if args.role == "inspect":
-        report = {"round": args.round, "inspected": _status(system)}
+        report = {"round": args.round, "live": [], "inspected": _status(system)}
     else:
-        report = recover_round(system, work, args.round)
+        report = recover_round(system, work, args.round, args.probe, args.live)
     out = work / f"round-{args.round:03d}.json"
     out.with_suffix(".tmp").write_text(json.dumps(report))
     out.with_suffix(".tmp").replace(out)
@@ -327,9 +339,12 @@ class Where:
     store: str
     backend: Any = None
 
-    def settle(self) -> str:
-        """Wait until the killed child's owner lock is gone (PostgreSQL)."""
-        return "" if self.backend is None else str(self.backend.settle(self.store))
+    def settle(self, round_no: int, overlap: bool) -> str:
+        """Wait until the killed child's owner lock is gone (PostgreSQL); with `overlap`,
+        only its own (another child runs beside it)."""
+        if self.backend is None:
+            return ""
+        return str(self.backend.settle(self.store, f"r{round_no:03d}-" if overlap else None))
 
     def drop(self) -> None:
         if self.backend is not None:
@@ -363,67 +378,125 @@ class Kill:
     settle: str = ""
 
 
-def run_round(
-    args: argparse.Namespace, where: Where, work: Path, round_no: int, role: str, delay: float
-) -> Kill:
-    """Start a round's child; once it prints RUNNING, SIGKILL it after `delay` (role round)."""
-    rng = random.Random(f"{args.seed}-{round_no}")
-    inflight = rng.randint(*args.inflight)
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--child",
-        role,
-        "--round",
-        str(round_no),
-        "--work",
-        str(work),
-        "--journal",
-        where.journal,
-        "--store",
-        where.store,
-        "--inflight-now",
-        str(inflight),
-        "--cancel",
-        str(args.cancel),
-    ]
-    running = threading.Event()
-    with (work / f"round-{round_no:03d}.err").open("w") as err:
-        proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True
-        )
+class Child:
+    """One round's child process, started; RUNNING is read from its output."""
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        where: Where,
+        work: Path,
+        round_no: int,
+        role: str,
+        *,
+        probe: list[int],
+        live: list[int],
+    ) -> None:
+        rng = random.Random(f"{args.seed}-{round_no}")
+        self.round, self.role, self.work, self.where = round_no, role, work, where
+        self.overlap = bool(args.overlap)
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            role,
+            "--round",
+            str(round_no),
+            "--work",
+            str(work),
+            "--journal",
+            where.journal,
+            "--store",
+            where.store,
+            "--inflight-now",
+            str(rng.randint(*args.inflight)),
+            "--cancel",
+            str(args.cancel),
+            "--probe",
+            ",".join(map(str, probe)),
+            "--live",
+            ",".join(map(str, live)),
+        ]
+        self.running = threading.Event()
+        with (work / f"round-{round_no:03d}.err").open("w") as err:
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True
+            )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
             if line.strip() == "RUNNING":
-                running.set()
-        running.set()
+                self.running.set()
+        self.running.set()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    killed = False
-    try:
-        running.wait(PROCESS_LIMIT)
-        if role == "round" and proc.poll() is None:
-            time.sleep(delay)
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-                killed = True
-        proc.wait(timeout=PROCESS_LIMIT)
-        reader.join(PROCESS_LIMIT)
-    finally:
-        _stop(proc)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    kill = Kill(round_no, delay, killed, proc.returncode)
-    if killed:
-        kill.settle = where.settle()
-    elif proc.returncode != 0:
-        tail = (work / f"round-{round_no:03d}.err").read_text().strip().splitlines()[-3:]
-        msg = f"round {round_no} ({role}) exited with {proc.returncode}: " + " | ".join(tail)
-        raise RuntimeError(msg)
-    return kill
+    def wait_running(self) -> None:
+        """Until the child says every request slot is busy (or it ended)."""
+        self.running.wait(PROCESS_LIMIT)
+
+    def end(self, delay: float | None) -> Kill:
+        """SIGKILL the child after `delay` seconds if it still runs (None: let it finish),
+        wait for it, and say what became of it."""
+        proc, killed = self.proc, False
+        try:
+            if delay is not None and proc.poll() is None:
+                time.sleep(delay)
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    killed = True
+            proc.wait(timeout=PROCESS_LIMIT)
+            self.reader.join(PROCESS_LIMIT)
+        finally:
+            _stop(proc)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        kill = Kill(self.round, delay or 0.0, killed, proc.returncode)
+        if killed:
+            kill.settle = self.where.settle(self.round, self.overlap)
+        elif proc.returncode != 0:
+            err = self.work / f"round-{self.round:03d}.err"
+            tail = err.read_text().strip().splitlines()[-3:]
+            msg = f"round {self.round} ({self.role}) exited with {proc.returncode}: "
+            raise RuntimeError(msg + " | ".join(tail))
+        return kill
+
+
+def run_rounds(
+    args: argparse.Namespace, where: Where, work: Path, kills: int, delays: list[float]
+) -> list[Kill]:
+    """The killed rounds, then the final recovery round and the last inspection.
+
+    One at a time, each round probes the one killed just before it. With
+    `args.overlap`, round n starts while round n-1 still runs and n-1 is killed once n
+    is RUNNING: n probes n-2 (dead by then) and records n-1 as live; the final round
+    probes the last two.
+    """
+    rounds: list[Kill] = []
+    if not args.overlap:
+        for n in range(1, kills + 1):
+            child = Child(args, where, work, n, "round", probe=[n - 1], live=[])
+            child.wait_running()
+            rounds.append(child.end(delays[n - 1]))
+        last = [kills]
+    else:
+        older: Child | None = None
+        for n in range(1, kills + 1):
+            live = [older.round] if older is not None else []
+            child = Child(args, where, work, n, "round", probe=[n - 2], live=live)
+            child.wait_running()
+            if older is not None:
+                rounds.append(older.end(delays[older.round - 1]))
+            older = child
+        assert older is not None
+        rounds.append(older.end(delays[kills - 1]))
+        last = [kills - 1, kills]
+    for role, n, probe in (("final", kills + 1, last), ("inspect", kills + 2, [])):
+        child = Child(args, where, work, n, role, probe=probe, live=[])
+        child.wait_running()
+        child.end(None)
+    return rounds
 
 
 def reference(request_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -484,6 +557,10 @@ class Evidence:
     #: per round: request id -> what the inspection before recovery said
     inspections: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
+    def dead(self, report: dict[str, Any], rid: str) -> bool:
+        """Whether `rid`'s owner was dead at `report`'s inspection (its round not live)."""
+        return int(rid[1:4]) not in report.get("live", ())
+
     def attempts(self, rid: str) -> Iterator[dict[str, Any]]:
         """Every resume of `rid`, in round order (recovered ones, then probes)."""
         for report in self.reports:
@@ -537,7 +614,7 @@ def stuck_row(ev: Evidence) -> Row:
     stuck: set[str] = set()
     final: set[str] = set()
     for report in ev.reports:
-        stuck |= {r["id"] for r in report.get("after", [])}
+        stuck |= {r["id"] for r in report.get("after", []) if ev.dead(report, r["id"])}
         if "after" not in report:  # the last process: it only inspects
             final = {r["id"] for r in report["inspected"]}
     stuck |= final
@@ -567,12 +644,18 @@ def ghost_row(ev: Evidence) -> Row:
     """Steps shown as running at an inspection made after their owner was killed."""
     ghosts = 0
     where = Counter[str]()
+    live = Counter[str]()
     for report in ev.reports:
         for r in report["inspected"]:
-            ghosts += len(r["running"])
-            where.update(r["running"])
+            if ev.dead(report, r["id"]):
+                ghosts += len(r["running"])
+                where.update(r["running"])
+            else:
+                live.update(r["running"])
     inspections = len(ev.reports)
     detail = f"{inspections} inspections by a fresh process; running: {_counts(where)}"
+    if live:
+        detail += f" (with a live owner, not counted: {sum(live.values())})"
     return Row("steps shown running without a live owner", ghosts, detail, ghosts == 0)
 
 
@@ -717,7 +800,9 @@ def cancelled_row(ev: Evidence) -> Row:
             wrong.append("claimed by recover()")
         elif any(a["ok"] for a in ev.attempts(rid)):
             wrong.append("resumed")
-        if any(rid in {r["id"] for r in rep["inspected"]} for rep in ev.reports):
+        if any(
+            ev.dead(rep, rid) and rid in {r["id"] for r in rep["inspected"]} for rep in ev.reports
+        ):
             wrong.append("listed by journal_status() after its caller cancelled it")
         tries = list(ev.attempts(rid))
         if rid not in ev.records and tries and not CANCELLED.search(tries[-1].get("message", "")):
@@ -800,6 +885,10 @@ def _range(text: str) -> tuple[int, int]:
     return int(low), int(high or low)
 
 
+def _rounds(text: str) -> list[int]:
+    return [int(n) for n in text.split(",") if n]
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """The parent's options, and the child's (hidden)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -812,6 +901,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--max-delay", type=float, default=None, help="seconds (default 1, quick 0.4)"
     )
     parser.add_argument("--postgres", default="", metavar="DSN", help="journal and store here")
+    parser.add_argument(
+        "--overlap",
+        action="store_true",
+        help="start each round before killing the one before: two live processes at once",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--child", choices=("round", "final", "inspect"), help=argparse.SUPPRESS)
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
@@ -819,6 +913,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--journal", default="", help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     parser.add_argument("--inflight-now", type=int, default=16, help=argparse.SUPPRESS)
+    parser.add_argument("--probe", type=_rounds, default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--live", type=_rounds, default=[], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -839,11 +935,8 @@ def main(argv: list[str] | None = None) -> int:
     where = _where(args, work)
     t0 = time.perf_counter()
     try:
-        rounds: list[Kill] = []
-        for n in range(1, kills + 1):
-            rounds.append(run_round(args, where, work, n, "round", rng.uniform(0.02, max_delay)))
-        run_round(args, where, work, kills + 1, "final", 0.0)
-        run_round(args, where, work, kills + 2, "inspect", 0.0)
+        delays = [rng.uniform(0.02, max_delay) for _ in range(kills)]
+        rounds = run_rounds(args, where, work, kills, delays)
         ev = gather(work, where)
     finally:
         where.drop()
@@ -858,9 +951,10 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(k.killed for k in rounds)
     recovered = sum(len(r.get("recovered", [])) for r in ev.reports)
     calls = sum(len(v) for v in ev.calls.values())
+    overlap = ", each started before the one before was killed" if args.overlap else ""
     print(
         f"chaos benchmark: {backend} journal and store, {killed} SIGKILLs of {len(rounds)} "
-        f"rounds (delays up to {max_delay:g} s after RUNNING, seed {seed}), "
+        f"rounds{overlap} (delays up to {max_delay:g} s after RUNNING, seed {seed}), "
         f"{len(ev.started)} requests started, {recovered} recover() claims, {calls} part calls, "
         f"{elapsed:.1f} s\n"
     )

@@ -48,8 +48,11 @@ class Backend(abc.ABC):
         """The spec the child opens (PostgreSQL: its sessions named, to watch them end)."""
         return spec
 
-    def settle(self, spec: str) -> str:
-        """Wait until the killed child's owner lock is gone; what it took, for the report."""
+    def settle(self, spec: str, prefix: str | None = None) -> str:
+        """Wait until the killed child's owner lock is gone; what it took, for the report.
+
+        `prefix`: the killed child's request ids start with it, and other children may
+        still run (their sessions and owner locks are theirs, and not waited for)."""
         return ""
 
     @abc.abstractmethod
@@ -158,19 +161,26 @@ class PostgresBackend(Backend):
     def child_spec(self, spec: str) -> str:
         return with_params(spec, application_name=self._app(spec))
 
-    def settle(self, spec: str) -> str:
+    def settle(self, spec: str, prefix: str | None = None) -> str:
         app = self._app(spec)
         # Owners of requests the child opened (none if it died before its open entry;
-        # its sessions are watched all the same).
-        owners = [str(row[1]) for row in self.rows(spec, "journal_requests", "1")]
+        # its sessions are watched all the same, unless other children share their name).
+        rows = self.rows(spec, "journal_requests", "1")
+        owners = sorted(
+            {str(row[1]) for row in rows if prefix is None or str(row[0]).startswith(prefix)}
+        )
         with self._connect(spec) as conn:
             start = time.perf_counter()
             polls = 0
             while True:
                 polls += 1
-                (sessions,) = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app,)
-                ).fetchone()
+                (sessions,) = (
+                    (0,)
+                    if prefix is not None
+                    else conn.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app,)
+                    ).fetchone()
+                )
                 held = 0
                 for owner in owners:
                     key = _owner_key(owner)
