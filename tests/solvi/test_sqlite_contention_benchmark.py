@@ -1,0 +1,31 @@
+"""benchmarks/sqlite_contention.py runs both ways to the lock end to end (nothing timed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "sqlite_contention.py"
+
+
+def test_a_quick_run_probes_beside_a_busy_process_in_both_modes() -> None:
+    """Every probe of an unknown id is refused (the script checks), in both modes, and
+    the samples come back per mode and round."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--probes", "5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(runs) == ["solvi", "sqlite"]
+    for rounds in runs.values():
+        (one,) = rounds
+        assert len(one["resume"]) == len(one["status"]) == 5
+        assert one["elapsed"] > 0
