@@ -48,7 +48,9 @@ def use_mode(mode: str) -> None:
     from solvi._db import sqlite_lock
 
     def plain_begin(conn: Any, path: str, timeout: float, deadline: float) -> None:
-        conn.execute("BEGIN IMMEDIATE")  # waits in SQLite's busy handler, up to its timeout
+        # wait in SQLite's busy handler, up to the timeout
+        conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+        conn.execute("BEGIN IMMEDIATE")
 
     sqlite_lock._begin = plain_begin  # type: ignore[assignment]  # the mode's whole point
     sqlite_lock._turn = lambda path: threading.RLock()  # type: ignore[assignment]  # no turns

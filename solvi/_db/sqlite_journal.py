@@ -217,7 +217,7 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         plan = migrations.migrate_plan(JOURNAL, SQLITE, repr(str(self.path)))
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT):
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, polling=True):
                 drive(sqlite_execute(conn), plan)
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
@@ -232,6 +232,9 @@ class SQLiteJournal(Journal):
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                # From here on it waits for the write lock in `write_transaction` only:
+                # every statement it runs is in one of those, or needs no lock.
+                conn.execute("PRAGMA busy_timeout = 0")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged_file(exc) from exc
             self._local.conn = conn
@@ -333,7 +336,7 @@ class SQLiteJournal(Journal):
 
         applied: Position | None = None
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT):
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, polling=True):
                 at = (0, 0) if self._log is None else self._own_position(conn)
                 for unit in units:
                     if isinstance(unit, _Direct):
@@ -439,7 +442,7 @@ class SQLiteJournal(Journal):
             return
         conn = self._conn()
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit):
+            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit, polling=True):
                 applied = journal_log.apply_logs(conn, self._lock_dir, self._alive_name)
                 self._local.view = True
                 try:

@@ -27,17 +27,22 @@ __all__ = ["busy", "write_transaction"]
 #: the longest pause between two tries for the database's lock (seconds)
 MAX_PAUSE = 0.001
 
+#: by the file's real path, and by each spelling of it seen (so it is resolved once)
 _turns: dict[str, threading.RLock] = {}
 _turns_lock = threading.Lock()
 
 
 def _turn(path: str) -> threading.RLock:
     """The lock this process's threads take in turn before they write `path`."""
+    turn = _turns.get(path)
+    if turn is not None:
+        return turn
     key = os.path.realpath(path)
     with _turns_lock:
         turn = _turns.get(key)
         if turn is None:
             turn = _turns[key] = threading.RLock()
+        _turns[path] = turn
         return turn
 
 
@@ -58,32 +63,37 @@ def _locked(path: str, timeout: float, by: str) -> sqlite3.OperationalError:
 
 
 def _begin(conn: sqlite3.Connection, path: str, timeout: float, deadline: float) -> None:
-    """``BEGIN IMMEDIATE``, tried again while another connection holds the lock."""
-    conn.execute("PRAGMA busy_timeout = 0")  # this polls instead of SQLite's handler
-    try:
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if not busy(exc):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise _locked(path, timeout, "another connection") from exc
-            else:
-                return
-            time.sleep(random.uniform(0.0, MAX_PAUSE))
-    finally:
-        # every other statement keeps waiting the SQLite way, up to the timeout
-        conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+    """``BEGIN IMMEDIATE``, tried again while another connection holds the lock (`conn`
+    must not wait in SQLite's own busy handler: its busy timeout is 0)."""
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not busy(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise _locked(path, timeout, "another connection") from exc
+        else:
+            return
+        time.sleep(random.uniform(0.0, MAX_PAUSE))
 
 
 @contextmanager
 def write_transaction(
-    conn: sqlite3.Connection, path: str, timeout: float, *, commit: bool = True
+    conn: sqlite3.Connection,
+    path: str,
+    timeout: float,
+    *,
+    commit: bool = True,
+    polling: bool = False,
 ) -> Iterator[None]:
     """A transaction on `conn` that holds the database's write lock from its start:
     committed when the body returns (rolled back with `commit` False), rolled back when
     it raises.
+
+    `polling`: `conn`'s busy timeout is 0 for good (it runs nothing else that waits for
+    a lock: its statements run in such transactions, or need no lock). Otherwise its
+    busy timeout is turned off while this waits for the lock, and set back to `timeout`.
 
     Raises:
         sqlite3.OperationalError: "database is locked", when the lock could not be had
@@ -94,7 +104,14 @@ def write_transaction(
     if not turn.acquire(timeout=timeout):
         raise _locked(path, timeout, "another thread of this process")
     try:
-        _begin(conn, path, timeout, deadline)
+        if polling:
+            _begin(conn, path, timeout, deadline)
+        else:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                _begin(conn, path, timeout, deadline)
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
         try:
             yield
         except BaseException:
