@@ -32,6 +32,16 @@ _turns: dict[str, threading.RLock] = {}
 _turns_lock = threading.Lock()
 
 
+def _forget_turns() -> None:
+    """In a forked child: a turn held by a thread of the parent would never be let go."""
+    global _turns_lock
+    _turns.clear()
+    _turns_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_turns)
+
+
 def _turn(path: str) -> threading.RLock:
     """The lock this process's threads take in turn before they write `path`."""
     turn = _turns.get(path)

@@ -3,13 +3,14 @@ with a clear error."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
-from solvi._db import sqlite_journal
+from solvi._db import sqlite_journal, sqlite_lock
 from solvi._db.sqlite_journal import SQLiteJournal
 from solvi._db.sqlite_lock import busy, write_transaction
 from solvi.journal import JournalError
@@ -172,3 +173,36 @@ def test_a_journal_locked_too_long_says_so_not_that_it_is_damaged(
         f"process holding it (a long transaction, or a tool with the file open), or raise "
         f"its load"
     )
+
+
+def test_a_forked_child_does_not_wait_for_a_turn_its_parent_held(db: Path) -> None:
+    """A thread of the parent holds the turn (not the database) when the process forks:
+    the child's own write transaction goes ahead at once."""
+    inside, leave = threading.Event(), threading.Event()
+    turn = sqlite_lock._turn(str(db))
+
+    def hold() -> None:
+        with turn:
+            inside.set()
+            leave.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(5)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: write, and say how it went by the exit status
+            status = 1
+            try:
+                conn = _connect(db)
+                with write_transaction(conn, str(db), 2.0):
+                    conn.execute("INSERT INTO t VALUES (7)")
+                status = 0
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        leave.set()
+        holder.join()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _rows(db) == [7]
