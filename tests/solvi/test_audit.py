@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from stores import Backend
+from threads import errors_in_threads
 
 from solvi import System
 from solvi.audit import GENESIS, entry_hash, verify
@@ -171,21 +172,13 @@ def test_eight_threads_with_own_connections_extend_one_chain(db: Backend, system
     record = system.ask({"policy_id": "P-3", "claim": {"model_down": True}}).record
     stores = [db.open() for _ in range(8)]
     start = threading.Barrier(8)
-    errors: list[BaseException] = []
 
     def work(n: int) -> None:
-        try:
-            start.wait()
-            for i in range(10):
-                stores[n].save_response(record, request_id=f"t{n}-{i}")
-        except BaseException as exc:  # reported by the assertion below
-            errors.append(exc)
+        start.wait()
+        for i in range(10):
+            stores[n].save_response(record, request_id=f"t{n}-{i}")
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = errors_in_threads(work, 8)
     try:
         assert errors == []
         report = verify(stores[0])

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
+from threads import errors_in_threads
 
 from solvi import Catalog, Question, RequestError, System
 
@@ -68,21 +67,12 @@ def test_an_evicted_flow_is_planned_again_with_the_same_answers() -> None:
 def test_threads_filling_the_cache_keep_it_bounded() -> None:
     """Concurrent requests with distinct key sets never push the cache past its bound."""
     system = _system(max_flows=16)
-    errors: list[BaseException] = []
 
     def worker(offset: int) -> None:
-        try:
-            for n in range(200):
-                system.ask(_state(offset * 1000 + n % 40))
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for n in range(200):
+            system.ask(_state(offset * 1000 + n % 40))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert errors_in_threads(worker, 4) == []
     assert len(system.planner) <= 16
 
 

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from threads import errors_in_threads
 
 from solvi._db import sqlite_journal, sqlite_lock
 from solvi._db.sqlite_journal import SQLiteJournal
@@ -122,23 +123,13 @@ def test_threads_of_one_process_wait_in_turn(db: Path) -> None:
     leave.set()
     holder.join()
 
-    errors: list[BaseException] = []
-
     def add(n: int) -> None:
         own = _connect(db)
-        try:
-            for k in range(20):
-                with write_transaction(own, str(db), 30.0):
-                    own.execute("INSERT INTO t VALUES (?)", (n * 100 + k,))
-        except BaseException as exc:  # reported below, in the test's thread
-            errors.append(exc)
+        for k in range(20):
+            with write_transaction(own, str(db), 30.0):
+                own.execute("INSERT INTO t VALUES (?)", (n * 100 + k,))
 
-    threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert errors_in_threads(add, 8) == []
     assert len(_rows(db)) == 160
 
 
