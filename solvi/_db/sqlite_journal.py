@@ -217,10 +217,16 @@ class SQLiteJournal(Journal):
         conn = self._conn()
         plan = migrations.migrate_plan(JOURNAL, SQLITE, repr(str(self.path)))
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, polling=True):
+            with self._transaction(conn):
                 drive(sqlite_execute(conn), plan)
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
+
+    def _transaction(
+        self, conn: sqlite3.Connection, *, commit: bool = True
+    ) -> contextlib.AbstractContextManager[None]:
+        """A write transaction on one of this journal's connections (see `_conn`)."""
+        return write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit, polling=True)
 
     def _conn(self) -> sqlite3.Connection:
         """This thread's connection (the writer thread has one too)."""
@@ -336,7 +342,7 @@ class SQLiteJournal(Journal):
 
         applied: Position | None = None
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, polling=True):
+            with self._transaction(conn):
                 at = (0, 0) if self._log is None else self._own_position(conn)
                 for unit in units:
                     if isinstance(unit, _Direct):
@@ -442,7 +448,7 @@ class SQLiteJournal(Journal):
             return
         conn = self._conn()
         try:
-            with write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit, polling=True):
+            with self._transaction(conn, commit=commit):
                 applied = journal_log.apply_logs(conn, self._lock_dir, self._alive_name)
                 self._local.view = True
                 try:
