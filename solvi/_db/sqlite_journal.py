@@ -193,8 +193,8 @@ class SQLiteJournal(Journal):
         if isinstance(exc, sqlite3.OperationalError) and busy(exc):
             msg = (
                 f"journal {str(self.path)!r} could not be written: {exc}; find the process "
-                f"holding it (a long transaction, or a tool with the file open), or raise "
-                f"its load"
+                f"or tool keeping a transaction open on the file, and try again once it has "
+                f"finished"
             )
             return JournalError(msg)
         msg = (

@@ -161,8 +161,8 @@ def test_a_journal_locked_too_long_says_so_not_that_it_is_damaged(
     assert str(exc.value) == (
         f"journal {str(path)!r} could not be written: database is locked: another "
         f"connection held the write lock of {str(path)!r} for more than 0.2 s; find the "
-        f"process holding it (a long transaction, or a tool with the file open), or raise "
-        f"its load"
+        f"process or tool keeping a transaction open on the file, and try again once it has "
+        f"finished"
     )
 
 
