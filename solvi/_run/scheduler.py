@@ -424,7 +424,7 @@ class Run:
         for p in node.parts:
             self.skip_reasons[p.name] = reason
 
-    def still_to_run(self, indices: tuple[int, ...], filter_wanted: bool) -> list[int]:
+    def still_to_run(self, indices: Sequence[int], filter_wanted: bool) -> list[int]:
         """The nodes of `indices` a driver must still run.
 
         Nodes settled before a resume are left out; with `filter_wanted`, so are

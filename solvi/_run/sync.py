@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from time import perf_counter
 from typing import Any
 
 from solvi._run.scheduler import (
     OK,
-    PENDING,
     START,
     Drive,
     Run,
@@ -20,7 +19,7 @@ from solvi._run.scheduler import (
     release,
 )
 from solvi._run.steps import (
-    ARITY_NONE,
+    ARITY_MANY,
     ARITY_ONE,
     Cause,
     Node,
@@ -86,7 +85,7 @@ def _told_start(run: Run, node: Node, start: float) -> bool:
     return True
 
 
-def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -> None:
+def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> None:
     """Run `indices` one after another, in flow order.
 
     This loop is the per-step cost of `ask`, so the fast path is written out here:
@@ -98,6 +97,11 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
     """
     program = run.program
     nodes = program.nodes
+    if run.resumed or filter_wanted:
+        # Leave out the nodes settled before a resume, and skip the unneeded ones
+        # now, as the other drivers do: a node of the drive stays pending until the
+        # loop reaches it, so the loop itself checks neither.
+        indices = run.still_to_run(indices, filter_wanted)
     told = not run.bare
     rows = (None,) * len(nodes) if run.resumed else program.inline
     vals = run.vals
@@ -106,11 +110,6 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
     causes = run.causes  # the same dict all along: a failure adds to it
     start = perf_counter()
     for index in indices:
-        if status[index] != PENDING:
-            continue  # settled before a resume
-        if filter_wanted and not nodes[index].qmask & run.open_mask:
-            run.skip_unneeded(nodes[index])
-            continue
         row = rows[index]
         if row is None or causes:
             run_node(run, nodes[index])
@@ -123,10 +122,10 @@ def _drive_sequential(run: Run, indices: tuple[int, ...], filter_wanted: bool) -
         try:
             if arity == ARITY_ONE:
                 value = func(vals[arg])
-            elif arity == ARITY_NONE:
-                value = func()
-            else:
+            elif arity == ARITY_MANY:
                 value = func(*arg(vals))
+            else:
+                value = func()
         except Exception as exc:
             run.fast_failed(nodes[index], start, exc)
             start = perf_counter()
@@ -153,7 +152,8 @@ def run_sequential(
 ) -> None:
     """Run a request's flow one node after another, in flow order."""
     for drive in drives(run, order, cost_of, by_declaration=by_declaration):
-        _drive_sequential(run, drive.indices, drive.filter_wanted)
+        if drive.indices:
+            _drive_sequential(run, drive.indices, drive.filter_wanted)
 
 
 def _drive_threaded(run: Run, drive: Drive, pool: Executor) -> None:
