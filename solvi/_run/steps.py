@@ -164,8 +164,9 @@ class Program:
     #: how a record sorts the attempts of a request, however they finished
     part_rank: Mapping[str, int]
     #: per node, what the sequential driver's fast path reads, unpacked in one step:
-    #: (func, arity, its input's name or the getter of its inputs, fact, part,
-    #: whether its value is kept as it is); None for a node off the fast path
+    #: (func, how it is called (`BY_GETTER`, or its number of inputs up to three),
+    #: its input's name, or the names of its two or three, or the getter of more,
+    #: fact, part, whether its value is kept as it is); None for a node off the fast path
     inline: tuple[InlineRow | None, ...]
     #: the drives of a request run phase by phase: phase 0, phase 1 whole, and
     #: phase 1 skipping what no open question needs (made once, not per request)
@@ -180,11 +181,25 @@ class Program:
 InlineRow = tuple[Any, int, Any, str, str, bool]
 
 
+#: An inline row whose part takes more inputs than the sequential driver passes one by
+#: one: it is called with what the node's getter returns. Up to three, each input is
+#: looked up and passed as it is, which saves building and unpacking a tuple per step.
+BY_GETTER = -1
+
+
 def _inline_row(node: Node) -> InlineRow | None:
     if not node.simple:
         return None
-    arg = node.inputs[0] if node.arity == ARITY_ONE else node.getter
-    return (node.func, node.arity, arg, node.fact, node.first_part, not node.is_check)
+    inputs = node.parts[0].inputs  # simple: its one producer
+    count = len(inputs)
+    arg: Any
+    if count == 1:
+        arg = inputs[0]
+    elif count <= 3:
+        arg = inputs or None
+    else:
+        count, arg = BY_GETTER, node.getter
+    return (node.func, count, arg, node.fact, node.first_part, not node.is_check)
 
 
 def compile_flow(flow: Flow) -> Program:

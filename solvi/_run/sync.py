@@ -19,8 +19,7 @@ from solvi._run.scheduler import (
     release,
 )
 from solvi._run.steps import (
-    ARITY_MANY,
-    ARITY_ONE,
+    BY_GETTER,
     Cause,
     Node,
     call_sync,
@@ -118,11 +117,17 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
         if told and not _told_start(run, nodes[index], start):
             start = perf_counter()
             continue
-        func, arity, arg, fact, part, as_is = row
+        func, count, arg, fact, part, as_is = row
         try:
-            if arity == ARITY_ONE:
+            if count == 1:
                 value = func(vals[arg])
-            elif arity == ARITY_MANY:
+            elif count == 2:
+                a, b = arg
+                value = func(vals[a], vals[b])
+            elif count == 3:
+                a, b, c = arg
+                value = func(vals[a], vals[b], vals[c])
+            elif count == BY_GETTER:
                 value = func(*arg(vals))
             else:
                 value = func()

@@ -266,3 +266,63 @@ def test_bad_state_and_options_are_rejected_clearly(claims: System) -> None:
         claims.ask({1: "x"})  # type: ignore[dict-item]  # wrong type on purpose
     with pytest.raises(ValueError, match="workers must be a positive whole number"):
         System(claims.catalog, workers=0)
+
+
+def _arities_catalog(*, raising: bool = False) -> Catalog:
+    """Parts of 0 to 5 inputs, each result telling which input came in which place."""
+    cat = Catalog("arities")
+
+    @cat.fn
+    def n0() -> int:
+        return 1
+
+    @cat.fn
+    def n1(x: int) -> int:
+        return x * 10 + 2
+
+    @cat.fn
+    def n2(n1: int, x: int) -> int:
+        return n1 * 10 + x
+
+    @cat.fn
+    def n3(n2: int, n0: int, x: int) -> int:
+        if raising:
+            raise ValueError("three went wrong")
+        return (n2 * 10 + n0) * 10 + x
+
+    @cat.fn
+    def n5(x: int, n0: int, n1: int, n2: int, n3: int) -> tuple[int, ...]:
+        return (x, n0, n1, n2, n3)
+
+    @cat.rule
+    def answer(n5: tuple[int, ...]) -> tuple[int, ...]:
+        return n5
+
+    return cat
+
+
+def test_each_input_reaches_its_place_whatever_a_part_takes() -> None:
+    """The fast path passes up to three inputs one by one and more through a getter:
+    every part sees its inputs in its own order, as the threaded driver passes them."""
+    expected = (3, 1, 32, 323, 32313)
+    for workers in (1, 2):
+        res = System(_arities_catalog(), workers=workers).ask({"x": 3})
+        assert res["answer"].value == expected
+        assert [res.values[f] for f in ("n0", "n1", "n2", "n3")] == [1, 32, 323, 32313]
+
+
+def test_a_part_of_three_inputs_that_raises_is_recorded_on_the_fast_path() -> None:
+    """A raise from a part called with its inputs one by one is a safeguard, like any
+    other: what reads it is blocked, and the request still ends."""
+    res = System(_arities_catalog(raising=True)).ask({"x": 3})
+    assert (res["answer"].status, res["answer"].guard) == ("abstained", "error")
+    step = res.trace.steps[-1]
+    assert (step.part, step.outcome, step.message) == (
+        "n3",
+        "error",
+        "ValueError: three went wrong",
+    )
+    assert res.trace.skipped[0] == (
+        "n5",
+        "inputs missing: n3 (n3 raised ValueError: three went wrong)",
+    )
