@@ -90,7 +90,8 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
     This loop is the per-step cost of `ask`, so the fast path is written out here:
     one clock reading per step (a step starts when the one before ended), what the
     step needs unpacked from one precomputed row (`Program.inline`), the call by
-    arity, and `Run.fast_ok`'s common case (a plain value kept as it is) inline.
+    the number of its inputs (up to three passed one by one), and `Run.fast_ok`'s
+    common case (a plain value kept as it is) inline.
     With a journal or hooks the same call is made between `_told_start` and
     `Run.called`, which tell them; a resumed request takes the general path throughout.
     """
