@@ -10,9 +10,9 @@ Sections, in the order they print:
    reference), on random games (out-degree 1-2, as many priorities as vertices) and on
    crafted families (the "core" counter of Benerecetti et al., a ladder, a Jurdzinski-style
    layered game and Jurdzinski's game as PGSolver defines it, two binary counters and van
-   Dijk's two counters as Oink's ``tc`` writes them), plus any PGSolver files given with
-   ``--extra``. Every solution is checked
-   with the certificate checker (as ``--verify`` does). When the ``OINK`` environment
+   Dijk's two counters as Oink's ``tc`` writes them, and Friedmann's recursive ladder as
+   PGSolver defines it), plus any PGSolver files given with ``--extra``. Every solution is
+   checked with the certificate checker (as ``--verify`` does). When the ``OINK`` environment
    variable names a locally built Oink binary, each game is also written to a temporary
    PGSolver file and solved by Oink, whose own "total solving time" is read; ratios are
    printed. Oink is never downloaded or shipped.
@@ -352,6 +352,38 @@ def jurdzinski_pgsolver(height: int, width: int) -> GameGraph:
     return _game(priority, owner, succ, names)
 
 
+def recursive_ladder(n: int) -> GameGraph:
+    """Friedmann's recursive ladder as PGSolver's ``recursiveladder n`` defines it (5n vertices).
+
+    Built against Zielonka's recursive algorithm: Oink's Zielonka needs about a second at
+    n = 31 (155 vertices) and about ten times longer every five rungs. Rung ``i`` of the
+    ``n + 1`` (vertices ``5i - 2`` to ``5i + 2``; the first keeps only its last three, the
+    last only its first two) is player ``i % 2``'s, its owners alternating: two vertices of
+    the lowest priority of the other parity, ``1 - i % 2``, and three of priorities
+    ``3i + 5``, ``3i + 4`` and ``3i + 3``, linked to each other and to the rungs above and
+    below it.
+    """
+    rows: list[tuple[int, int, list[int]]] = []  # priority, owner, moves of each vertex
+    for i in range(n + 1):
+        base, side = 5 * i - 2, i % 2
+        # priority, 1 where the rung's opponent owns it, moves as offsets from `base`
+        rung: list[tuple[int, int, list[int]]] = []
+        if i > 0:
+            rung += [(1 - side, 1, [-2, 1]), (1 - side, 0, [0] if i == n else [0, 2])]
+        if i < n:
+            top = 3 * i + 5
+            back = [-2] if i > 0 else []
+            up = [8] if i < n - 1 else []
+            rung += [(top, 1, [6, 3]), (top - 1, 0, [*back, *up, 4]), (top - 2, 1, [3, 6])]
+        rows += [
+            (value, (side + other) % 2, [base + m for m in moves]) for value, other, moves in rung
+        ]
+    priority = [value for value, _, _ in rows]
+    owner = [player for _, player, _ in rows]
+    succ = [moves for _, _, moves in rows]
+    return _game(priority, owner, succ)
+
+
 def two_counters(k: int) -> GameGraph:
     """Two k-bit binary counters, one per player, whose bits distract each other.
 
@@ -603,6 +635,7 @@ def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
             ("jurdzinski_pgs 6x6", jurdzinski_pgsolver(6, 6), True),
             ("two_counters k=6", two_counters(6), True),
             ("tc 6", van_dijk_counters(6), True),
+            ("recursive_ladder 8", recursive_ladder(8), True),
         ]
     else:
         randoms = (1_000, 5_000, 20_000, 20_000, 100_000)
@@ -622,6 +655,9 @@ def parity_cases(quick: bool, seed: int) -> list[tuple[str, GameGraph, bool]]:
             ("tc 12", van_dijk_counters(12), False),
             ("tc 16", van_dijk_counters(16), False),
             ("tc 18", van_dijk_counters(18), False),
+            ("recursive_ladder 10", recursive_ladder(10), True),
+            ("recursive_ladder 32", recursive_ladder(32), False),
+            ("recursive_ladder 100", recursive_ladder(100), False),
         ]
     cases = [(f"random n={n}", random_parity_game(n, rng), n <= 5_000) for n in randoms]
     return cases + crafted
@@ -721,11 +757,12 @@ SCAN_FAMILIES: dict[str, tuple[Callable[[int], GameGraph], int, Callable[[int], 
     "counter_core": (counter_core, 8, _by_one),
     "jurdzinski_pgs": (lambda size: jurdzinski_pgsolver(size, size), 40, _by_five),
     "tc": (van_dijk_counters, 12, _by_one),
+    "recursive_ladder": (recursive_ladder, 20, _by_one),
 }
 """Crafted families for ``--scan``: the generator of one size parameter, where to start and
 how to grow (by half for the families Oink's Zielonka solves in linear time, by one for the
-counters that make it exponential, by five for PGSolver's Jurdzinski game, on which its time
-grows as about the cube of the width)."""
+counters and the recursive ladder, which make it exponential, by five for PGSolver's
+Jurdzinski game, on which its time grows as about the cube of the width)."""
 
 
 def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:

@@ -62,7 +62,15 @@ def test_random_games_agree_across_algorithms() -> None:
 
 @pytest.mark.parametrize(
     "label",
-    ["counter_core", "ladder", "jurdzinski", "two_counters", "van_dijk", "jurdzinski_pgsolver"],
+    [
+        "counter_core",
+        "ladder",
+        "jurdzinski",
+        "two_counters",
+        "van_dijk",
+        "jurdzinski_pgsolver",
+        "recursive_ladder",
+    ],
 )
 def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
     """Small members of each crafted family: every algorithm matches the previous Zielonka."""
@@ -73,11 +81,45 @@ def test_crafted_families_agree_with_the_previous_zielonka(label: str) -> None:
         "two_counters": lambda: GAMES.two_counters(4),
         "van_dijk": lambda: GAMES.van_dijk_counters(3),
         "jurdzinski_pgsolver": lambda: GAMES.jurdzinski_pgsolver(3, 3),
+        "recursive_ladder": lambda: GAMES.recursive_ladder(8),
     }[label]()
     even, _ = GAMES.old_zielonka(game)
     expected = tuple(v in even for v in range(len(game)))
     for algorithm in ALGORITHMS:
         assert _wins(game, algorithm) == expected
+
+
+def test_recursive_ladder_is_pgsolvers_game() -> None:
+    """``recursive_ladder(2)`` written out from PGSolver's definition: three rungs, the
+    first keeping its last three vertices and the last its first two."""
+    game = GAMES.recursive_ladder(2)
+    table = [  # priority, owner, successors
+        (5, 1, (4, 1)),
+        (4, 0, (6, 2)),
+        (3, 1, (1, 4)),
+        (0, 0, (1, 4)),
+        (0, 1, (3, 5)),
+        (8, 0, (9, 6)),
+        (7, 1, (1, 7)),
+        (6, 0, (6, 9)),
+        (1, 1, (6, 9)),
+        (1, 0, (8,)),
+    ]
+    assert [(game.priority[v], game.owner[v], game.successors[v]) for v in range(10)] == table
+    assert all(len(GAMES.recursive_ladder(n)) == 5 * n for n in range(1, 12))
+
+
+def test_recursive_ladder_takes_zielonka_far_more_steps_than_the_others() -> None:
+    """The family is built against Zielonka's recursion (its steps grow exponentially with
+    the rungs); the other solvers answer it in far fewer, and auto hands it to recursive tangle
+    learning once Zielonka's allowance is spent."""
+    game = GAMES.recursive_ladder(18)
+    zielonka = solve_parity(game, NO_LIMITS, algorithm="zielonka")
+    for algorithm in ("promotion", "tl", "rtl", "auto"):
+        other = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+        assert other.winner == zielonka.winner
+        assert other.steps * 10 < zielonka.steps
+    assert solve_parity(game, NO_LIMITS).algorithm == "rtl"
 
 
 def test_promotion_and_tangles_solve_the_core_counter_quickly() -> None:
