@@ -184,9 +184,10 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
     """Zielonka by itself for ``allowance`` units, then Zielonka and recursive tangle learning
     in turns.
 
-    The turn goes to the one that has used less processor time (Zielonka's allowance
-    included, so its head start is not given twice) and stays with it, a step (a level, or
-    a region) at a time, until it has used ``RACE_TURN_SECONDS`` more than the other; the
+    The learner has the first turn (Zielonka has just had its allowance, or the
+    depth-capped trial that handed over) and a turn stays with a solver, a step (a level,
+    or a region) at a time, until it has used ``RACE_TURN_SECONDS`` more processor time than
+    the other (Zielonka's allowance included, so its head start is not given twice); the
     first to finish gives the answer. Crafted games that make Zielonka exponential (the
     core counter, van Dijk's two counters, the recursive ladder) fall to recursive tangle
     learning, games where that learner is slow (large random ones, ladders) to Zielonka, at
@@ -213,7 +214,7 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
     learner = RecursiveTangleSolver(*args, _Share(budget), core)
     entrants = [("zielonka", zielonka), ("rtl", _run(learner))]
     spent = [started - begun, clock() - started]
-    turn = 0 if spent[0] <= spent[1] else 1
+    turn = 1  # Zielonka has had its go: the allowance, or the depth-capped trial before
     while True:
         name, steps = entrants[turn]
         started = clock()
