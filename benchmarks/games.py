@@ -363,7 +363,9 @@ def recursive_ladder(n: int) -> GameGraph:
     ``3i + 5``, ``3i + 4`` and ``3i + 3``, linked to each other and to the rungs above and
     below it.
     """
-    rows: list[tuple[int, int, list[int]]] = []  # priority, owner, moves of each vertex
+    priority: list[int] = []
+    owner: list[int] = []
+    succ: list[list[int]] = []
     for i in range(n + 1):
         base, side = 5 * i - 2, i % 2
         # priority, 1 where the rung's opponent owns it, moves as offsets from `base`
@@ -375,12 +377,10 @@ def recursive_ladder(n: int) -> GameGraph:
             back = [-2] if i > 0 else []
             up = [8] if i < n - 1 else []
             rung += [(top, 1, [6, 3]), (top - 1, 0, [*back, *up, 4]), (top - 2, 1, [3, 6])]
-        rows += [
-            (value, (side + other) % 2, [base + m for m in moves]) for value, other, moves in rung
-        ]
-    priority = [value for value, _, _ in rows]
-    owner = [player for _, player, _ in rows]
-    succ = [moves for _, _, moves in rows]
+        for value, other, moves in rung:
+            priority.append(value)
+            owner.append((side + other) % 2)
+            succ.append([base + m for m in moves])
     return _game(priority, owner, succ)
 
 
