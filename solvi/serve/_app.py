@@ -66,9 +66,14 @@ def _error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
 def _json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
+    """The data as JSON with non-ASCII escaped, so no body can fail to encode.
+
+    A client may send a lone surrogate (``"\\ud800"``): valid JSON, not UTF-8. It
+    comes back in error messages and answers; escaped, it is the same JSON.
+    """
     from starlette.responses import Response
 
-    body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    body = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
