@@ -10,10 +10,12 @@ serve`` all load their targets here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -109,14 +111,40 @@ def _import_module(target: str, name: str) -> ModuleType:
         raise
 
 
+@contextlib.contextmanager
+def _own_argv(name: str) -> Iterator[None]:
+    """Give the module ``sys.argv == [name]`` while it is imported, as if run alone.
+
+    A module that parses its arguments on import (a top-level
+    ``argparse.parse_args()``) then reads none, instead of solvi's.
+    """
+    saved = sys.argv
+    sys.argv = [name]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _exited(target: str, module_text: str, exc: SystemExit) -> TargetError:
+    msg = (
+        f"module {module_text!r} exited while being imported ({exc!r}); a target module "
+        f"must not run code on import: guard it with if __name__ == '__main__':"
+    )
+    return TargetError(msg, target=target)
+
+
 def _load_module(target: str, module_text: str) -> ModuleType:
     is_file = module_text.endswith(".py") or "/" in module_text or os.sep in module_text
     try:
-        if is_file:
-            return _import_file(target, module_text)
-        return _import_module(target, module_text)
+        with _own_argv(module_text):
+            if is_file:
+                return _import_file(target, module_text)
+            return _import_module(target, module_text)
     except TargetError:
         raise
+    except SystemExit as exc:  # sys.exit() or argparse on import; KeyboardInterrupt goes on
+        raise _exited(target, module_text, exc) from exc
     except PlanError as exc:
         msg = f"module {module_text!r} failed to build its System: {exc}"
         raise TargetError(msg, target=target) from exc

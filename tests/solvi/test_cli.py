@@ -613,3 +613,26 @@ def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["check", "--no-such-option", CLAIMS])
     assert info.value.code == 2
+
+
+def test_a_module_that_exits_on_import_fails_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """sys.exit(0) on import must not let `solvi check` pass: one line, status 2."""
+    (tmp_path / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    status, out, err = _run(capsys, "check", f"{tmp_path / 'quits.py'}:system")
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1
+    assert "exited while being imported (SystemExit(0));" in err
+
+
+def test_a_module_with_a_top_level_argparse_does_not_read_solvis_arguments(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A module that parses arguments on import sees none, so solvi's own are not refused."""
+    script = "import argparse\nargparse.ArgumentParser().parse_args()\n"
+    (tmp_path / "script.py").write_text(script)
+    status, _, err = _run(capsys, "check", f"{tmp_path / 'script.py'}:system")
+    assert status == 2
+    assert err.startswith("solvi check: no attribute 'system' in module ")
+    assert "unrecognized arguments" not in err

@@ -141,3 +141,36 @@ def test_a_module_whose_system_is_wrong_is_a_catalog_mistake(folder: Path) -> No
         load_attribute("tgt_plan.py:system")
     assert str(caught.value).startswith("module 'tgt_plan.py' failed to build its System: ")
     assert caught.value.catalog_mistake is True
+
+
+@pytest.mark.parametrize("code", ["sys.exit(0)", "sys.exit('no config')"])
+def test_a_module_that_exits_on_import_is_a_target_error(folder: Path, code: str) -> None:
+    """sys.exit() on import is reported, not obeyed: a CI run would pass on exit 0."""
+    _write(folder, "tgt_exits.py", f"import sys\n{code}\n")
+    with pytest.raises(TargetError) as caught:
+        load_attribute("tgt_exits.py:system")
+    assert str(caught.value).startswith("module 'tgt_exits.py' exited while being imported (")
+    assert str(caught.value).endswith(
+        "a target module must not run code on import: guard it with if __name__ == '__main__':"
+    )
+    assert isinstance(caught.value.__cause__, SystemExit)
+    assert "tgt_exits" not in sys.modules
+
+
+def test_a_keyboard_interrupt_on_import_is_not_caught(folder: Path) -> None:
+    """Ctrl-C while a module imports still stops solvi."""
+    _write(folder, "tgt_interrupted.py", "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        load_attribute("tgt_interrupted.py:system")
+
+
+@pytest.mark.parametrize("target", ["tgt_argv.py:system", "tgt_argv:system"])
+def test_a_module_parsing_its_arguments_on_import_reads_none(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    """While it is imported a module sees only its own name in sys.argv, not solvi's."""
+    _write(folder, "tgt_argv.py", f"import sys\nseen = list(sys.argv)\n{GOOD}")
+    monkeypatch.setattr(sys, "argv", ["solvi", "check", target, "--strict"])
+    module_text = target.partition(":")[0]
+    assert load_attribute(target.replace(":system", ":seen")) == [module_text]
+    assert sys.argv == ["solvi", "check", target, "--strict"]
