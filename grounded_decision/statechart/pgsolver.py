@@ -3,10 +3,15 @@
 A game file starts with ``parity N;`` (``N`` the largest vertex id), optionally followed by
 ``start S;``, then one line per vertex: ``id priority owner succ,succ,... "name";`` with
 owner ``0`` for the controller (Even) and ``1`` for the environment (Odd); the name is
-optional. A solution file starts with ``paritysol N;`` and has one line ``v winner
-[strategy];`` per vertex, the strategy given where the vertex's owner wins. Ids need not be
-dense or sorted; they are renumbered in increasing order, so a file this module wrote reads
-back to the same game.
+optional, and a backslash in it escapes the next character. A solution file starts with
+``paritysol N;`` and has one line ``v winner [strategy];`` per vertex, the strategy given
+where the vertex's owner wins. Ids need not be dense or sorted; they are renumbered in
+increasing order (``read_pgsolver_with_ids`` also gives each vertex's id in the file), so a
+file this module wrote reads back to the same game.
+
+Lines end at ``\\n`` (or ``\\r\\n``) only, as editors count them; a leading byte order mark
+is ignored. Each line is split into words, never matched with a backtracking pattern, so
+reading takes time and memory in proportion to the file's size.
 """
 
 from __future__ import annotations
@@ -17,76 +22,171 @@ from collections.abc import Sequence
 from grounded_decision.errors import PgsolverFormatError
 from grounded_decision.statechart.game import GameGraph
 
-__all__ = ["read_pgsolver", "read_solution", "write_pgsolver", "write_solution"]
+__all__ = [
+    "read_pgsolver",
+    "read_pgsolver_with_ids",
+    "read_solution",
+    "write_pgsolver",
+    "write_solution",
+]
 
-_HEADER = re.compile(r"^parity\s+(\d+)\s*;$")
-_START = re.compile(r"^start\s+(\d+)\s*;$")
-_VERTEX = re.compile(r'^(\d+)\s+(\d+)\s+(\d+)\s+([0-9,\s]+?)\s*(?:"((?:[^"\\]|\\.)*)")?\s*;$')
-_SOLUTION_HEADER = re.compile(r"^paritysol\s+(\d+)\s*;$")
-_SOLUTION = re.compile(r"^(\d+)\s+(\d+)(?:\s+(\d+))?\s*;$")
-_UNESCAPE = re.compile(r"\\(.)")
+_MAX_DIGITS = 18
+"""Most digits a number in a file may have: no game has 10**18 vertices or needs such a
+priority, and a longer number would otherwise be converted at quadratic cost."""
+
+_NAME_STOP = re.compile(r'\\.|"', re.DOTALL)
+_UNESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_VERTEX_FORM = "write 'id priority owner succ,succ,... \"name\";'"
+
+_Row = tuple[int, int, list[int], str | None, int]
 
 
 def _fail(line: int, text: str, fix: str) -> PgsolverFormatError:
     return PgsolverFormatError(f"line {line}: {text}; {fix}", line=line)
 
 
+def _require_text(text: object, reader: str) -> None:
+    """Refuse bytes (or anything else) up front: the file's encoding is the caller's to know."""
+    if not isinstance(text, str):
+        msg = (
+            f"{reader} takes the file's text as str, got {type(text).__name__};"
+            " decode bytes first, e.g. data.decode('utf-8')"
+        )
+        raise TypeError(msg)
+
+
 def _lines(text: str) -> list[tuple[int, str]]:
-    return [
-        (number, line.strip())
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    """Numbered non-blank, non-comment lines; only ``\\n`` ends a line (``\\r`` is stripped)."""
+    rows = []
+    for number, raw in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            rows.append((number, line))
+    return rows
 
 
-def read_pgsolver(text: str) -> GameGraph:
-    """Read a parity game in PGSolver format.
+def _number(word: str, line: int) -> int | None:
+    """The word as a whole number, or ``None`` when it is not one."""
+    if not (word.isascii() and word.isdigit()):
+        return None
+    if len(word) > _MAX_DIGITS:
+        raise _fail(line, f"a number has {len(word)} digits", f"use at most {_MAX_DIGITS}")
+    return int(word)
 
-    Edge events are ``"to <id>"`` and weights ``0.0``; vertices without a name are named
-    after their id.
 
-    Raises:
-        PgsolverFormatError: naming the line at fault: no ``parity`` header, a malformed
-            vertex line, an owner other than 0 or 1, an id twice or above the header's
-            bound, a successor that is not a vertex, or no vertex at all.
+def _words(content: str) -> list[str] | None:
+    """The line's words before its closing ``;``, or ``None`` when it does not end in one."""
+    return content[:-1].split() if content.endswith(";") else None
 
-    .. versionadded:: Unreleased
+
+def _keyword(content: str, keyword: str, line: int) -> int | None:
+    """The number of a ``keyword N;`` line, or ``None`` when the line is not one."""
+    words = _words(content)
+    if words is None or len(words) != 2 or words[0] != keyword:
+        return None
+    return _number(words[1], line)
+
+
+def _split_name(body: str) -> tuple[str, str | None] | None:
+    """Split a vertex line (without ``;``) into its numbers and its unescaped name.
+
+    ``None`` when a name is opened but not closed, or text follows it.
     """
-    lines = _lines(text)
-    if not lines or not (header := _HEADER.match(lines[0][1])):
-        line = lines[0][0] if lines else 1
-        raise _fail(line, "expected the header 'parity N;'", "start the file with it")
-    bound = int(header.group(1))
+    opening = body.find('"')
+    if opening < 0:
+        return body, None
+    closing = next((m.start() for m in _NAME_STOP.finditer(body, opening + 1) if m[0] == '"'), -1)
+    if closing < 0 or body[closing + 1 :].strip():
+        return None
+    return body[:opening], _UNESCAPE.sub(r"\1", body[opening + 1 : closing])
+
+
+def _unreadable(content: str, line: int) -> PgsolverFormatError:
+    return _fail(line, f"cannot read {content[:60]!r}", _VERTEX_FORM)
+
+
+def _successors(words: list[str], ident: int, content: str, line: int) -> list[int]:
+    """The comma-separated successor ids after a vertex's owner."""
+    targets: list[int] = []
+    empty = False
+    for part in " ".join(words).split(","):
+        part = part.strip()
+        number = _number(part, line) if part else None
+        if number is not None:
+            targets.append(number)
+        elif not part:
+            empty = True
+        elif all(_number(word, line) is not None for word in part.split()):
+            raise _fail(
+                line, f"vertex {ident} lists successors {part!r}", "put commas between them"
+            )
+        else:
+            raise _unreadable(content, line)
+    if empty:
+        raise _fail(line, f"vertex {ident} has an empty successor", "list ids a,b,c")
+    return targets
+
+
+def _vertex(content: str, line: int) -> tuple[int, int, int, list[int], str | None]:
+    """Read one vertex line: ``(id, priority, owner, successors, name)``."""
+    split = _split_name(content[:-1]) if content.endswith(";") else None
+    if split is None:
+        raise _unreadable(content, line)
+    words = split[0].split()
+    numbers = [_number(word, line) for word in words[:3]]
+    if len(words) < 4 or None in numbers:
+        raise _unreadable(content, line)
+    ident, prio, owner = (number for number in numbers if number is not None)
+    return ident, prio, owner, _successors(words[3:], ident, content, line), split[1]
+
+
+def _rows(lines: list[tuple[int, str]], bound: int) -> tuple[dict[int, _Row], int | None, int]:
+    """The vertex rows by id, the start id (``None`` if not given) and its line."""
     start_id: int | None = None
     start_line = 0
-    rows: dict[int, tuple[int, int, list[int], str | None, int]] = {}
-    for number, content in lines[1:]:
-        if start_id is None and not rows and (start := _START.match(content)):
-            start_id, start_line = int(start.group(1)), number
+    rows: dict[int, _Row] = {}
+    for number, content in lines:
+        if (
+            start_id is None
+            and not rows
+            and (start := _keyword(content, "start", number)) is not None
+        ):
+            start_id, start_line = start, number
             continue
-        match = _VERTEX.match(content)
-        if match is None:
-            raise _fail(
-                number,
-                f"cannot read {content[:60]!r}",
-                "write 'id priority owner succ,succ,... \"name\";'",
-            )
-        ident, prio, owner = (int(match.group(k)) for k in (1, 2, 3))
-        succ_text = match.group(4).replace(" ", "").replace("\t", "")
-        if not succ_text or any(not part for part in succ_text.split(",")):
-            raise _fail(number, f"vertex {ident} has an empty successor", "list ids a,b,c")
+        ident, prio, owner, targets, name = _vertex(content, number)
         if owner not in (0, 1):
             raise _fail(number, f"vertex {ident} has owner {owner}", "use 0 (Even) or 1 (Odd)")
         if ident in rows:
             raise _fail(number, f"vertex {ident} is defined twice", f"see line {rows[ident][4]}")
         if ident > bound:
             raise _fail(number, f"vertex {ident} exceeds the header's 'parity {bound};'", "raise N")
-        name = match.group(5)
-        name = None if name is None else _UNESCAPE.sub(r"\1", name)
-        rows[ident] = (prio, owner, [int(part) for part in succ_text.split(",")], name, number)
+        rows[ident] = (prio, owner, targets, name, number)
+    return rows, start_id, start_line
+
+
+def read_pgsolver_with_ids(text: str) -> tuple[GameGraph, tuple[int, ...]]:
+    """Read a parity game in PGSolver format, with the file's id of each vertex.
+
+    Vertex ``i`` of the game has id ``ids[i]`` in the file (ids ascending), so a solution
+    can be written in the file's ids (``write_solution(..., ids=ids)``) and compared with
+    what another solver wrote for the same file.
+
+    Raises:
+        TypeError: when ``text`` is not a ``str`` (decode bytes first).
+        PgsolverFormatError: as ``read_pgsolver``.
+
+    .. versionadded:: Unreleased
+    """
+    _require_text(text, "read_pgsolver")
+    lines = _lines(text)
+    bound = _keyword(lines[0][1], "parity", lines[0][0]) if lines else None
+    if bound is None:
+        line = lines[0][0] if lines else 1
+        raise _fail(line, "expected the header 'parity N;'", "start the file with it")
+    rows, start_id, start_line = _rows(lines[1:], bound)
     if not rows:
         raise _fail(lines[0][0], "the game has no vertex", "add one line per vertex")
-    ids = sorted(rows)
+    ids = tuple(sorted(rows))
     index = {ident: i for i, ident in enumerate(ids)}
     edges = []
     for ident in ids:
@@ -101,13 +201,32 @@ def read_pgsolver(text: str) -> GameGraph:
         edges.append(tuple((index[t], f"to {t}", 0.0) for t in targets))
     if start_id is not None and start_id not in index:
         raise _fail(start_line, f"start vertex {start_id} is not defined", "name a vertex id")
-    return GameGraph(
+    game = GameGraph(
         names=tuple(_or_id(rows[i][3], i) for i in ids),
         start=0 if start_id is None else index[start_id],
         edges=tuple(edges),
         priority=tuple(rows[i][0] for i in ids),
         owner=tuple(rows[i][1] for i in ids),
     )
+    return game, ids
+
+
+def read_pgsolver(text: str) -> GameGraph:
+    """Read a parity game in PGSolver format.
+
+    Edge events are ``"to <id>"`` and weights ``0.0``; vertices without a name are named
+    after their id.
+
+    Raises:
+        TypeError: when ``text`` is not a ``str`` (decode bytes first).
+        PgsolverFormatError: naming the line at fault: no ``parity`` header, a malformed
+            vertex line, an owner other than 0 or 1, an id twice or above the header's
+            bound, a successor that is not a vertex, a number of more than 18
+            digits, or no vertex at all.
+
+    .. versionadded:: Unreleased
+    """
+    return read_pgsolver_with_ids(text)[0]
 
 
 def _or_id(name: str | None, ident: int) -> str:
@@ -132,56 +251,94 @@ def write_pgsolver(game: GameGraph) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_solution(winner: Sequence[int], strategy: Sequence[int]) -> str:
-    """Write a solution: ``paritysol N;`` then ``v winner [strategy];`` per vertex.
+def write_solution(
+    winner: Sequence[int], strategy: Sequence[int], *, ids: Sequence[int] | None = None
+) -> str:
+    """Write a solution: ``paritysol N;`` (``N`` vertices) then ``v winner [strategy];``.
 
-    The strategy is written where it is not ``-1`` (where the vertex's owner wins).
+    The strategy is written where it is not ``-1`` (where the vertex's owner wins). With
+    ``ids`` (from ``read_pgsolver_with_ids``), vertices and strategy moves are written in
+    the game file's ids, as other solvers write them; without, vertex ``i`` is ``i``.
 
-    .. versionadded:: Unreleased
+    .. versionchanged:: Unreleased ``ids``.
     """
+    name = range(len(winner)) if ids is None else ids
     out = [f"paritysol {len(winner)};"]
     for v, side in enumerate(winner):
         move = strategy[v]
-        out.append(f"{v} {side} {move};" if move >= 0 else f"{v} {side};")
+        out.append(f"{name[v]} {side} {name[move]};" if move >= 0 else f"{name[v]} {side};")
     return "\n".join(out) + "\n"
 
 
-def read_solution(text: str, vertices: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _solution_row(content: str, line: int) -> tuple[int, int, int | None]:
+    """Read one ``v winner [strategy];`` line."""
+    words = _words(content)
+    numbers = [] if words is None else [_number(word, line) for word in words]
+    if not 2 <= len(numbers) <= 3 or None in numbers:
+        raise _fail(line, f"cannot read {content[:60]!r}", "write 'vertex winner [strategy];'")
+    v, side, *move = (number for number in numbers if number is not None)
+    return v, side, move[0] if move else None
+
+
+def read_solution(
+    text: str, vertices: int, *, ids: Sequence[int] | None = None
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Read a solution for a game of ``vertices`` vertices; return ``(winner, strategy)``.
 
-    Missing strategies read as ``-1``.
+    Missing strategies read as ``-1``. With ``ids`` (the game file's id of each vertex,
+    from ``read_pgsolver_with_ids``) the file is read in those ids and the result is by
+    vertex index; without, the file's vertex ``i`` is vertex ``i``.
 
     Raises:
+        TypeError: when ``text`` is not a ``str`` (decode bytes first).
         PgsolverFormatError: naming the line at fault: no ``paritysol`` header, a
-            malformed line, a winner other than 0 or 1, a vertex out of range or twice, or a
-            vertex left without a winner.
+            malformed line, a winner other than 0 or 1, a vertex out of range or twice, a
+            strategy move to an id not in ``ids``, or a vertex left without a winner.
 
     .. versionadded:: Unreleased
+    .. versionchanged:: Unreleased ``ids``.
     """
+    _require_text(text, "read_solution")
     lines = _lines(text)
-    if not lines or not _SOLUTION_HEADER.match(lines[0][1]):
+    if not lines or _keyword(lines[0][1], "paritysol", lines[0][0]) is None:
         line = lines[0][0] if lines else 1
         raise _fail(line, "expected the header 'paritysol N;'", "start the file with it")
+    index = None if ids is None else {ident: i for i, ident in enumerate(ids)}
     winner = [-1] * vertices
     strategy = [-1] * vertices
     for number, content in lines[1:]:
-        match = _SOLUTION.match(content)
-        if match is None:
-            raise _fail(
-                number, f"cannot read {content[:60]!r}", "write 'vertex winner [strategy];'"
-            )
-        v, side = int(match.group(1)), int(match.group(2))
-        if not 0 <= v < vertices:
-            raise _fail(number, f"vertex {v} is not in 0..{vertices - 1}", "check the game")
+        ident, side, move = _solution_row(content, number)
+        v = _solution_vertex(ident, index, vertices, number)
         if side not in (0, 1):
-            raise _fail(number, f"vertex {v} has winner {side}", "use 0 or 1")
+            raise _fail(number, f"vertex {ident} has winner {side}", "use 0 or 1")
         if winner[v] >= 0:
-            raise _fail(number, f"vertex {v} appears twice", "give one line per vertex")
+            raise _fail(number, f"vertex {ident} appears twice", "give one line per vertex")
         winner[v] = side
-        if match.group(3) is not None:
-            strategy[v] = int(match.group(3))
+        if move is not None:
+            strategy[v] = _solution_move(ident, move, index, number)
     missing = [v for v in range(vertices) if winner[v] < 0]
     if missing:
         last = lines[-1][0]
-        raise _fail(last, f"{len(missing)} vertices have no winner, e.g. {missing[0]}", "add them")
+        first = missing[0] if ids is None else ids[missing[0]]
+        raise _fail(last, f"{len(missing)} vertices have no winner, e.g. {first}", "add them")
     return tuple(winner), tuple(strategy)
+
+
+def _solution_vertex(ident: int, index: dict[int, int] | None, vertices: int, line: int) -> int:
+    """The index of a solution line's vertex, refusing one the game does not have."""
+    if index is None:
+        if not 0 <= ident < vertices:
+            raise _fail(line, f"vertex {ident} is not in 0..{vertices - 1}", "check the game")
+        return ident
+    if ident not in index:
+        raise _fail(line, f"vertex {ident} is not a vertex of the game", "check the game")
+    return index[ident]
+
+
+def _solution_move(ident: int, move: int, index: dict[int, int] | None, line: int) -> int:
+    """The index a strategy moves to (in the game file's ids when ``index`` is given)."""
+    if index is None:
+        return move
+    if move not in index:
+        raise _fail(line, f"vertex {ident}'s strategy moves to {move}, not a vertex", "check it")
+    return index[move]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from grounded_decision.statechart import (
     write_pgsolver,
     write_solution,
 )
+from grounded_decision.statechart.pgsolver import read_pgsolver_with_ids
 
 SMALL = """parity 3;
 0 2 0 1,2 "start";
@@ -167,3 +169,103 @@ def test_solve_reports_a_bad_file_with_its_line(
     path.write_text("parity 1;\n0 0 7 0;\n", encoding="utf-8")
     assert main(["solve", str(path)]) == 1
     assert "line 2: vertex 0 has owner 7" in capsys.readouterr().err
+
+
+def test_a_long_run_of_spaces_is_read_in_linear_time() -> None:
+    """200,000 spaces on one line (hours for the old backtracking pattern) fail at once."""
+    with pytest.raises(PgsolverFormatError, match="cannot read") as caught:
+        read_pgsolver("parity 1;\n0 1 0 0" + " " * 200_000 + "x;\n")
+    assert caught.value.line == 2
+    spaced = "parity 0;\n0 1 0" + " \t" * 100_000 + "0" + " " * 100_000 + '"a";\n'
+    assert read_pgsolver(spaced).names == ("a",)
+
+
+def test_a_long_name_is_read_in_memory_proportional_to_it() -> None:
+    """A 1 MB name takes a few MB to read (the old pattern took about 300 MB)."""
+    name = "a" * 1_000_000
+    tracemalloc.start()
+    try:
+        game = read_pgsolver(f'parity 0;\n0 0 0 0 "{name}";\n')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert game.names == (name,)
+    assert peak < 20_000_000
+
+
+@pytest.mark.parametrize(
+    ("line", "successors"),
+    [("0 0 0 1, 0;", (1, 0)), ("0 0 0 1 ,0 ;", (1, 0)), ('0 0 0 0"n";', (0,))],
+)
+def test_spacing_around_commas_and_names_is_free(line: str, successors: tuple[int, ...]) -> None:
+    """Blanks may surround commas, and the name may follow the successors directly."""
+    game = read_pgsolver(f"parity 1;\n{line}\n1 0 0 1;\n")
+    assert game.successors[0] == successors
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("parity 1;\n0 0 0 1 0;\n", 2, "vertex 0 lists successors '1 0'; put commas"),
+        ('parity 0;\n0 0 0 0 "open;\n', 2, "cannot read"),
+        ('parity 0;\n0 0 0 0 "a\\";\n', 2, "cannot read"),
+        ('parity 0;\n0 0 0 0 "a" b;\n', 2, "cannot read"),
+        ("parity 0;\n0 0 0 ٣;\n", 2, "cannot read"),
+        ("parity " + "9" * 5000 + ";\n0 0 0 0;\n", 1, "a number has 5000 digits"),
+        ("parity 1;\n0 0 0 " + "1" * 19 + ";\n", 2, "a number has 19 digits"),
+        ("parity 1;\f\n0 0 0 0;\x85\n1 0 x 0;\n", 3, "cannot read"),
+        ("parity 1;\r\n\r\n0 0 2 0;\r\n", 3, "owner 2"),
+    ],
+)
+def test_more_bad_files_name_the_line(text: str, line: int, words: str) -> None:
+    """Unclosed names, long numbers, missing commas; only newlines count as line ends."""
+    with pytest.raises(PgsolverFormatError, match=words) as caught:
+        read_pgsolver(text)
+    assert caught.value.line == line
+
+
+def test_a_name_may_hold_form_feeds_and_a_byte_order_mark_is_ignored() -> None:
+    """Only '\\n' ends a line, so a name keeps a form feed; a leading BOM is skipped."""
+    game = read_pgsolver('\ufeffparity 0;\n0 0 0 0 "a\fb\x85c";\n')
+    assert game.names == ("a\fb\x85c",)
+
+
+def test_bytes_are_refused_with_a_type_error() -> None:
+    """The readers take str; bytes must be decoded by the caller, who knows the encoding."""
+    with pytest.raises(TypeError, match=r"read_pgsolver takes the file's text as str, got bytes"):
+        read_pgsolver(b"parity 0;\n0 0 0 0;\n")  # type: ignore[arg-type]  # on purpose
+    with pytest.raises(TypeError, match=r"read_solution takes .* decode bytes first"):
+        read_solution(b"paritysol 1;\n0 0;\n", 1)  # type: ignore[arg-type]  # on purpose
+
+
+SPARSE = "parity 20;\nstart 20;\n5 2 0 10;\n10 1 1 20;\n20 3 1 20;\n"
+
+
+def test_ids_give_each_vertex_its_id_in_the_file() -> None:
+    """read_pgsolver_with_ids returns the game and the file's id of each vertex."""
+    game, ids = read_pgsolver_with_ids(SPARSE)
+    assert ids == (5, 10, 20)
+    assert game.start == 2
+
+
+def test_a_solution_in_the_file_ids_round_trips() -> None:
+    """With ids, solutions are written and read in the file's ids, strategies included."""
+    game, ids = read_pgsolver_with_ids(SPARSE)
+    solved = solve_parity(game, NO_LIMITS)
+    text = write_solution(solved.winner, solved.strategy, ids=ids)
+    assert text == "paritysol 3;\n5 1;\n10 1 20;\n20 1 20;\n"
+    assert read_solution(text, len(game), ids=ids) == (solved.winner, solved.strategy)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("paritysol 3;\n5 1;\n10 1 20;\n2 1;\n", "vertex 2 is not a vertex of the game"),
+        ("paritysol 3;\n5 1;\n10 1 7;\n20 1;\n", "vertex 10's strategy moves to 7, not a vertex"),
+        ("paritysol 3;\n5 1;\n10 1;\n", "1 vertices have no winner, e.g. 20"),
+    ],
+)
+def test_a_solution_in_file_ids_names_them_in_errors(text: str, words: str) -> None:
+    """Errors name the file's ids, not the renumbered ones."""
+    with pytest.raises(PgsolverFormatError, match=words):
+        read_solution(text, 3, ids=(5, 10, 20))
