@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
@@ -30,21 +31,27 @@ FINAL_EVENT = "_final"
 """Event label of the self-loop added to every state without an outgoing transition."""
 
 
-def _cap(value: int | None) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        msg = f"a Limits cap must be a whole number >= 0 or None (no cap), got {value!r}"
+def _cap(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Refuse a cap that is not a whole number >= 0 or None, naming the setting."""
+    if value is None:
+        return
+    msg = f"Limits.{attribute.name} must be a whole number >= 0 or None (no cap), got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(msg)
-    return value
-
-
-def _seconds(value: float | None) -> float | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-        msg = f"Limits.parity_seconds must be a number of seconds or None, got {value!r}"
-        raise TypeError(msg)
-    if value is not None and value <= 0:
-        msg = f"Limits.parity_seconds must be positive or None, got {value!r}"
+    if value < 0:
         raise ValueError(msg)
-    return value
+
+
+def _seconds(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Refuse a time budget that is not a positive number of seconds (NaN included)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"Limits.{attribute.name} must be a number of seconds or None, got {value!r}"
+        raise TypeError(msg)
+    if not value > 0:  # also refuses NaN, which compares false with everything
+        msg = f"Limits.{attribute.name} must be positive or None (no budget), got {value!r}"
+        raise ValueError(msg)
 
 
 @attrs.frozen
@@ -64,16 +71,17 @@ class Limits:
 
     Raises:
         TypeError: when a cap is not a whole number (or a number of seconds) or ``None``.
-        ValueError: when ``parity_seconds`` is not positive.
+        ValueError: when a cap is negative, or ``parity_seconds`` is not positive (or NaN);
+            the message names the setting.
 
     .. versionchanged:: Unreleased ``None`` caps, ``parity_steps`` and ``parity_seconds``.
     """
 
-    max_game_vertices: int | None = attrs.field(default=200, converter=_cap)
-    max_parity_depth: int | None = attrs.field(default=64, converter=_cap)
-    max_karp_vertices: int | None = attrs.field(default=200, converter=_cap)
-    parity_steps: int | None = attrs.field(default=None, kw_only=True, converter=_cap)
-    parity_seconds: float | None = attrs.field(default=None, kw_only=True, converter=_seconds)
+    max_game_vertices: int | None = attrs.field(default=200, validator=_cap)
+    max_parity_depth: int | None = attrs.field(default=64, validator=_cap)
+    max_karp_vertices: int | None = attrs.field(default=200, validator=_cap)
+    parity_steps: int | None = attrs.field(default=None, kw_only=True, validator=_cap)
+    parity_seconds: float | None = attrs.field(default=None, kw_only=True, validator=_seconds)
 
 
 NO_LIMITS = Limits(None, None, None)

@@ -266,6 +266,30 @@ def test_limits_accept_none_and_reject_other_types() -> None:
         Limits(parity_seconds=0)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_game_vertices", -1),
+        ("max_parity_depth", -3),
+        ("max_karp_vertices", -1),
+        ("parity_steps", -10),
+        ("parity_seconds", float("nan")),
+        ("parity_seconds", -1.5),
+    ],
+)
+def test_limits_refuse_negative_and_nan_values_naming_the_setting(
+    setting: str, value: float
+) -> None:
+    """A negative cap or a NaN or negative time budget is a ValueError naming the setting."""
+    with pytest.raises(ValueError, match=rf"^Limits\.{setting} must be"):
+        Limits(**{setting: value})
+
+
+def test_limits_accept_an_infinite_time_budget() -> None:
+    """parity_seconds=inf is a budget that never runs out."""
+    assert solve_parity(_chain(3), Limits(parity_seconds=float("inf"))).winner == (0, 0, 0)
+
+
 def test_unknown_algorithm_names_the_choices() -> None:
     """An unknown algorithm raises SolverChoiceError listing the ones there are."""
     with pytest.raises(SolverChoiceError, match="choose one of: auto, zielonka, promotion"):
