@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Iterator
@@ -24,7 +25,14 @@ from solvi.catalog import Catalog
 from solvi.errors import CatalogError, PlanError, SolviError
 from solvi.system import System
 
-__all__ = ["TARGET_HELP", "MissingAttributeError", "TargetError", "load_attribute", "load_target"]
+__all__ = [
+    "TARGET_HELP",
+    "MissingAttributeError",
+    "TargetError",
+    "described",
+    "load_attribute",
+    "load_target",
+]
 
 #: What a target is, for help texts and error messages.
 TARGET_HELP = "module:attribute or path/to/file.py:attribute naming a Catalog or a System"
@@ -58,6 +66,19 @@ class MissingAttributeError(TargetError):
     def hint(self) -> str:
         """The Catalogs and Systems the module has, for a message (empty when none)."""
         return _it_has(self.found)
+
+
+def described(value: object) -> str:
+    """What a value is, for a message: ``None``, ``an int``, ``a function``, ``a class``."""
+    if value is None:
+        return "None"
+    if isinstance(value, type):
+        kind = "class"
+    elif inspect.isroutine(value):
+        kind = "function"
+    else:
+        kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def _it_has(found: tuple[str, ...]) -> str:
@@ -202,7 +223,7 @@ def load_target(target: str) -> Catalog | System:
     value = load_attribute(target)
     if not isinstance(value, Catalog | System):
         msg = (
-            f"{target!r} is a {type(value).__name__}, not a solvi Catalog or System; "
+            f"{target!r} is {described(value)}, not a solvi Catalog or System; "
             f"name the Catalog or the System the module defines"
         )
         raise TargetError(msg, target=target)

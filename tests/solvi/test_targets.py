@@ -67,7 +67,7 @@ def test_load_attribute_returns_anything_load_target_refuses_other_kinds(folder:
     with pytest.raises(TargetError) as caught:
         load_target("tgt_kind.py:number")
     assert str(caught.value) == (
-        "'tgt_kind.py:number' is a int, not a solvi Catalog or System; name the Catalog or the "
+        "'tgt_kind.py:number' is an int, not a solvi Catalog or System; name the Catalog or the "
         "System the module defines"
     )
     assert caught.value.target == "tgt_kind.py:number"

@@ -568,7 +568,7 @@ def test_load_system_accepts_systems_catalogs_and_factories(tmp_path: Path) -> N
         load_system(str(SERVE_APP))
     with pytest.raises(SolviError, match=r"no attribute 'sytem'.*it has: system"):
         load_system(f"{SERVE_APP}:sytem")
-    with pytest.raises(SolviError, match="is a int, not a solvi System"):
+    with pytest.raises(SolviError, match="is an int, not a solvi System"):
         load_system(f"{module}:number")
     with pytest.raises(SolviError, match="no file"):
         load_system(f"{tmp_path}/missing.py:system")

@@ -13,6 +13,8 @@ from solvi import System
 from solvi._targets import TargetError
 from solvi.serve import add_serve_command, load_system, main
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
 TARGET = """
 from solvi import Catalog, System
 
@@ -105,7 +107,7 @@ def test_load_system_refuses_other_values_and_missing_names(target: Path) -> Non
     with pytest.raises(TargetError) as caught:
         load_system(f"{target}:number")
     assert str(caught.value) == (
-        f"'{target}:number' is a int, not a solvi System; name a System, a Catalog, or a "
+        f"'{target}:number' is an int, not a solvi System; name a System, a Catalog, or a "
         f"function without arguments that returns one"
     )
     with pytest.raises(TargetError) as caught:
@@ -122,3 +124,99 @@ def test_a_target_that_cannot_load_exits_2(
     assert main([f"{tmp_path / 'absent.py'}:system"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("solvi serve: no file ")
+
+
+FACTORIES = """
+from pathlib import Path
+
+from solvi import Catalog, System
+
+cat = Catalog("fac")
+
+@cat.rule
+def ok(x: int) -> bool:
+    return x > 0
+
+def _ran(name):
+    Path(__file__).with_name(name + ".ran").touch()
+
+class Served:
+    def __init__(self):
+        _ran("Served")
+
+def main(store="demo.db"):
+    _ran("main")
+
+def script() -> None:
+    _ran("script")
+
+def fails():
+    raise ValueError("inner")
+
+def exits():
+    raise SystemExit(3)
+
+def number():
+    return 3
+
+def builds():
+    return cat
+"""
+
+REFUSED = [
+    ("Served", "is the class Served, not a System instance"),
+    ("main", "is a function that takes arguments (store)"),
+    ("script", "is a function annotated to return None, not a System"),
+]
+
+
+@pytest.fixture
+def factories(tmp_path: Path) -> Path:
+    """A target file with factories that work, fail, and functions that are not factories."""
+    path = tmp_path / "fac_target.py"
+    path.write_text(textwrap.dedent(FACTORIES), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("name", "why"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_a_callable_that_is_not_a_factory_is_refused_without_calling_it(
+    factories: Path, name: str, why: str
+) -> None:
+    """A class, a function with parameters or one returning None would run code: not called."""
+    with pytest.raises(TargetError) as caught:
+        load_system(f"{factories}:{name}")
+    assert str(caught.value) == (
+        f"'{factories}:{name}' {why}; name a System, a Catalog, or a function without "
+        f"arguments that returns one"
+    )
+    assert not factories.with_name(f"{name}.ran").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "raised"), [("fails", "ValueError: inner"), ("exits", "SystemExit: 3")]
+)
+def test_a_factory_that_raises_is_one_line_and_exit_2(
+    factories: Path, capsys: pytest.CaptureFixture[str], name: str, raised: str
+) -> None:
+    """What a factory raises is reported with the target, not as a traceback."""
+    assert main([f"{factories}:{name}"]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi serve: calling {factories}:{name} raised {raised}; fix it so that it returns "
+        f"a System or a Catalog\n"
+    )
+
+
+def test_a_factory_that_returns_something_else_is_named_a_function(factories: Path) -> None:
+    """The message says what the function returned, with the right article."""
+    with pytest.raises(TargetError) as caught:
+        load_system(f"{factories}:number")
+    assert str(caught.value).startswith(
+        f"'{factories}:number' returned an int, not a solvi System; "
+    )
+    assert load_system(f"{factories}:builds").name == "fac"
+
+
+def test_the_claims_examples_class_is_not_served() -> None:
+    """examples/claims.py:System names the class it imports, which is refused."""
+    with pytest.raises(TargetError, match=r"is the class System, not a System instance"):
+        load_system(f"{EXAMPLES}/claims.py:System")
