@@ -20,7 +20,7 @@ from typing import Any
 
 from solvi._targets import TARGET_HELP, TargetError, load_target
 from solvi.catalog import Catalog, Part
-from solvi.errors import PlanError, _closest
+from solvi.errors import PlanError, RequestError, _closest
 from solvi.flow import Flow
 from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import render
@@ -238,7 +238,11 @@ def _print_plan(system: System, flow: Flow) -> None:
 def _cmd_plan(args: argparse.Namespace) -> int:
     system = _as_system(args.target, load_target(args.target))
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
-    flow = system.plan(keys)
+    try:
+        flow = system.plan(keys)
+    except RequestError as exc:  # a key no request may bring, such as a hard check
+        msg = f"--keys {args.keys}: {exc}"
+        raise _Failure(msg) from exc
     if args.mermaid:
         print(flow.to_mermaid())
     else:
@@ -251,27 +255,50 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 _RECORD_FIELDS = ("catalog", "hash", "early_exit", "answers", "steps", "skipped")
 
 
-def _cmd_show(args: argparse.Namespace) -> int:
-    fix = "pass a file written from a Response's to_json()"
-    name = "standard input" if args.file == "-" else repr(args.file)
+_FIX_SHOW = "pass a file written from a Response's to_json()"
+
+
+def _read_show(file: str, name: str) -> str:
+    """The text of the file (or standard input) `solvi show` was given."""
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+        return sys.stdin.read() if file == "-" else Path(file).read_text("utf-8")
     except OSError as exc:
         msg = f"cannot read {name}: {exc.strerror or exc}"
         raise _Failure(msg) from exc
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{name} is not JSON ({exc}); {fix}"
+    except UnicodeDecodeError as exc:
+        where = f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
+        msg = f"{name} is not UTF-8 text ({where}: {exc.reason}); {_FIX_SHOW}"
         raise _Failure(msg) from exc
+
+
+def _parse_show(text: str, name: str) -> Any:
+    """The JSON document of a record, refused in one line when Python cannot read it."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{name} is not JSON ({exc}); {_FIX_SHOW}"
+        raise _Failure(msg) from exc
+    except RecursionError as exc:
+        msg = f"{name} nests arrays or objects too deeply to be read; {_FIX_SHOW}"
+        raise _Failure(msg) from exc
+    except ValueError as exc:  # an integer longer than int() converts
+        limit = sys.get_int_max_str_digits()
+        msg = f"{name} holds an integer of more than {limit} digits, which is refused; {_FIX_SHOW}"
+        raise _Failure(msg) from exc
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    name = "standard input" if args.file == "-" else repr(args.file)
+    record = _parse_show(_read_show(args.file, name), name)
     missing = [f for f in _RECORD_FIELDS if not isinstance(record, dict) or f not in record]
     if missing:
-        msg = f"{name} is not a solvi decision record (no {', '.join(missing)}); {fix}"
+        msg = f"{name} is not a solvi decision record (no {', '.join(missing)}); {_FIX_SHOW}"
         raise _Failure(msg)
     try:
         print(render(record))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        msg = f"{name} is a damaged decision record ({type(exc).__name__}: {exc}); {fix}"
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        kind = type(exc).__name__
+        msg = f"{name} is a damaged decision record ({kind}: {exc}); {_FIX_SHOW}"
         raise _Failure(msg) from exc
     return 0
 

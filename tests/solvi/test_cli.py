@@ -636,3 +636,36 @@ def test_a_module_with_a_top_level_argparse_does_not_read_solvis_arguments(
     assert status == 2
     assert err.startswith("solvi check: no attribute 'system' in module ")
     assert "unrecognized arguments" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'\xff\xfe{"a": 1}', "is not UTF-8 text (byte 0xff at offset 0: invalid start byte);"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests arrays or objects too deeply to be read;"),
+        (b'{"a": ' + b"1" * 5000 + b"}", "holds an integer of more than "),
+    ],
+    ids=["not UTF-8", "too deep", "huge integer"],
+)
+def test_show_refuses_what_python_cannot_read_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str
+) -> None:
+    """Bytes that are not UTF-8, or JSON Python cannot decode, are status 2, not a traceback."""
+    path = tmp_path / "record.json"
+    path.write_bytes(content)
+    status, out, err = _run(capsys, "show", str(path))
+    assert (status, out) == (2, "")
+    assert err.startswith(f"solvi show: '{path}' {message}")
+    assert err.count("\n") == 1
+
+
+def test_plan_with_a_key_no_request_may_bring_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A hard check in --keys is refused like a bad argument (status 2), naming the key."""
+    status, out, err = _run(capsys, "plan", CLAIMS, "--keys", "policy_in_force")
+    assert (status, out) == (2, "")
+    assert err.startswith(
+        "solvi plan: --keys policy_in_force: request key 'policy_in_force' sets the hard check"
+    )
+    assert err.count("\n") == 1
