@@ -4,24 +4,100 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grounded_decision.checks import QUESTIONS, Channel
-from grounded_decision.errors import GroundedDecisionError, PolicySyntaxError
+from grounded_decision.errors import GroundedDecisionError, PgsolverFormatError, PolicySyntaxError
 from grounded_decision.examples import EXAMPLES, TITLES
 from grounded_decision.module import Decision, Module
 from grounded_decision.policy.parse import parse
 from grounded_decision.statechart.certificate import check_certificate
-from grounded_decision.statechart.game import NO_LIMITS
+from grounded_decision.statechart.game import NO_LIMITS, GameGraph
 from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
-from grounded_decision.statechart.pgsolver import read_pgsolver, write_solution
+from grounded_decision.statechart.pgsolver import read_pgsolver_with_ids, write_solution
 
-__all__ = ["format_channel", "format_decision", "main"]
+__all__ = ["BROKEN_PIPE", "format_channel", "format_decision", "main"]
 
 PROG = "grounded-decision"
+
+BROKEN_PIPE = 141
+"""Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE,
+what a shell reports for a tool that the signal ended."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Failure(Exception):
+    """A one-line error for the user: a file that cannot be read or written."""
+
+
+def _out(text: str) -> None:
+    """Print to standard output; a full disk or closed terminal is a ``_Failure``."""
+    _on_stdout(lambda: print(text))
+
+
+def _flush() -> None:
+    """Flush standard output inside ``main``, so its errors are reported, not left to exit."""
+    _on_stdout(sys.stdout.flush)
+
+
+def _on_stdout(write: Callable[[], None]) -> None:
+    """Run a write to standard output; a broken pipe passes through for ``main`` to end."""
+    try:
+        write()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        msg = f"cannot write standard output: {exc.strerror or exc}"
+        raise _Failure(msg) from exc
+
+
+def _read_text(path: str) -> str:
+    """The file's text as UTF-8 (a leading byte order mark is skipped)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise _Failure(msg) from exc
+    skip = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = skip + exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        msg = (
+            f"{path}:{line}: not UTF-8 text: byte 0x{data[offset]:02x} at offset {offset};"
+            " save the file as UTF-8"
+        )
+        raise _Failure(msg) from exc
+
+
+def _check_writable(path: str) -> None:
+    """Refuse an output path that cannot be written, before any work is spent on it."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        reason = "it is a directory"
+    elif not folder.is_dir():
+        reason = f"there is no directory {folder}"
+    elif not os.access(target if target.exists() else folder, os.W_OK):
+        reason = "permission denied"
+    else:
+        return
+    msg = f"cannot write {path}: {reason}; choose another --solution path"
+    raise _Failure(msg)
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        msg = f"cannot write {path}: {exc.strerror or exc}"
+        raise _Failure(msg) from exc
 
 
 def format_channel(channel: Channel) -> str:
@@ -48,18 +124,18 @@ def _run_examples(names: Sequence[str], as_json: bool) -> int:
     results = {name: EXAMPLES[name]() for name in names}
     if as_json:
         payload = {name: [d.to_dict() for d in decisions] for name, decisions in results.items()}
-        print(json.dumps(payload, indent=2, sort_keys=True))
+        _out(json.dumps(payload, indent=2, sort_keys=True))
         return 0
     for name, decisions in results.items():
-        print(f"== {name}: {TITLES[name]}")
+        _out(f"== {name}: {TITLES[name]}")
         for number, decision in enumerate(decisions, start=1):
-            print(format_decision(number, decision))
-        print()
+            _out(format_decision(number, decision))
+        _out("")
     return 0
 
 
 def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
-    text = Path(path).read_text(encoding="utf-8")
+    text = _read_text(path)
     try:
         expr = parse(text)
     except PolicySyntaxError as exc:
@@ -67,29 +143,41 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
         return 1
     module = Module.from_expr(Path(path).stem, expr)
     if mermaid:
-        print(module.chart.to_mermaid())
+        _out(module.chart.to_mermaid())
         return 0
     channels = module.policy_channels
     if as_json:
-        print(json.dumps([c.to_dict() for c in channels], indent=2, sort_keys=True))
+        _out(json.dumps([c.to_dict() for c in channels], indent=2, sort_keys=True))
     else:
-        print(f"policy {path}: {expr}")
+        _out(f"policy {path}: {expr}")
         for channel in channels:
-            print(format_channel(channel))
+            _out(format_channel(channel))
     return 0 if all(c.passed for c in channels) else 3
+
+
+def _read_game(path: str) -> tuple[GameGraph, tuple[int, ...]]:
+    """The game in the file and each vertex's id there; format errors name file and line."""
+    try:
+        return read_pgsolver_with_ids(_read_text(path))
+    except PgsolverFormatError as exc:
+        msg = f"{path}:{exc.line}: {exc}"
+        raise _Failure(msg) from exc
 
 
 def _solve_game(
     path: str, *, algorithm: str, solution: str | None, verify: bool, as_json: bool
 ) -> int:
-    game = read_pgsolver(Path(path).read_text(encoding="utf-8"))
+    if solution is not None:
+        _check_writable(solution)
+    game, ids = _read_game(path)
     started = time.perf_counter()
     solved = solve_parity(game, NO_LIMITS, algorithm=algorithm)
     seconds = time.perf_counter() - started
     if solution is not None:
-        Path(solution).write_text(write_solution(solved.winner, solved.strategy), encoding="utf-8")
+        _write_text(solution, write_solution(solved.winner, solved.strategy, ids=ids))
     verdict = check_certificate(game, solved.winner, solved.strategy) if verify else None
     even = sum(1 for side in solved.winner if side == 0)
+    start_winner = solved.winner[game.start]
     report = {
         "game": path,
         "vertices": len(game),
@@ -98,20 +186,21 @@ def _solve_game(
         "steps": solved.steps,
         "even_wins": even,
         "odd_wins": len(game) - even,
-        "start_winner": solved.winner[game.start],
+        "start": ids[game.start],
+        "start_winner": start_winner,
         "verified": None if verdict is None else verdict.valid,
         "problem": None if verdict is None else verdict.problem,
     }
     if as_json:
-        print(json.dumps(report, indent=2, sort_keys=True))
+        _out(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(
+        _out(
             f"{path}: {len(game)} vertices, {solved.algorithm} in {seconds:.3f} s;"
             f" Even wins {even}, Odd wins {len(game) - even};"
-            f" vertex {game.start} is won by {'Even' if solved.winner[game.start] == 0 else 'Odd'}"
+            f" vertex {ids[game.start]} is won by {'Even' if start_winner == 0 else 'Odd'}"
         )
         if verdict is not None:
-            print("certificate: verified" if verdict.valid else f"certificate: {verdict.problem}")
+            _out("certificate: verified" if verdict.valid else f"certificate: {verdict.problem}")
     return 0 if verdict is None or verdict.valid else 3
 
 
@@ -142,46 +231,65 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run the parsed command; return its exit code."""
+    if args.command == "examples":
+        if args.list:
+            for name in EXAMPLES:
+                _out(f"{name:22} {TITLES[name]}")
+            return 0
+        if args.all:
+            return _run_examples(list(EXAMPLES), args.json)
+        if args.name is None:
+            parser.error("examples needs a NAME or --all (see --list)")
+        if args.name not in EXAMPLES:
+            known = ", ".join(EXAMPLES)
+            print(
+                f"{PROG}: no example named {args.name!r}; choose one of: {known}", file=sys.stderr
+            )
+            return 2
+        return _run_examples([args.name], args.json)
+    if args.command == "solve":
+        return _solve_game(
+            args.path,
+            algorithm=args.algorithm,
+            solution=args.solution,
+            verify=args.verify,
+            as_json=args.json,
+        )
+    return _check_policy(args.path, as_json=args.json, mermaid=args.mermaid)
+
+
+def _quiet_broken_pipe() -> int:
+    """Point standard output at the null device, so the exit's final flush cannot fail."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor, as under a test's capture
+        pass
+    return BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check failed).
 
-    ``solve`` exits 3 when ``--verify`` rejects the solution.
+    ``solve`` exits 3 when ``--verify`` rejects the solution. A file that cannot be read
+    or written is 1, with one line naming it; when the reader of standard output goes
+    away (``| head``) the command stops quietly with ``BROKEN_PIPE`` (141).
     """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "examples":
-            if args.list:
-                for name in EXAMPLES:
-                    print(f"{name:22} {TITLES[name]}")
-                return 0
-            if args.all:
-                return _run_examples(list(EXAMPLES), args.json)
-            if args.name is None:
-                parser.error("examples needs a NAME or --all (see --list)")
-            if args.name not in EXAMPLES:
-                known = ", ".join(EXAMPLES)
-                print(
-                    f"{PROG}: no example named {args.name!r}; choose one of: {known}",
-                    file=sys.stderr,
-                )
-                return 2
-            return _run_examples([args.name], args.json)
-        if args.command == "solve":
-            return _solve_game(
-                args.path,
-                algorithm=args.algorithm,
-                solution=args.solution,
-                verify=args.verify,
-                as_json=args.json,
-            )
-        return _check_policy(args.path, as_json=args.json, mermaid=args.mermaid)
-    except OSError as exc:
-        print(f"{PROG}: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        code = _run(parser, args)
+        _flush()
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except _Failure as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     except GroundedDecisionError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
+    return code
 
 
 if __name__ == "__main__":

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from grounded_decision.cli import main
+from grounded_decision.cli import BROKEN_PIPE, main
 from grounded_decision.examples import EXAMPLES
 
 
@@ -92,3 +96,126 @@ def test_compile_error_is_clean(tmp_path: Path, capsys: pytest.CaptureFixture[st
     path.write_text("test(a) ; (act(x) | act(y))", encoding="utf-8")
     assert main(["check", str(path)]) == 1
     assert "one state can propose both 'x' and 'y'" in capsys.readouterr().err
+
+
+SPARSE = "parity 20;\nstart 20;\n5 2 0 10;\n10 1 1 20;\n20 3 1 20;\n"
+
+
+def _game(tmp_path: Path, text: str = SPARSE) -> Path:
+    path = tmp_path / "sparse.pg"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_solve_writes_and_reports_the_file_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The solution and both reports name vertices by their ids in the game file."""
+    game, out = _game(tmp_path), tmp_path / "sparse.sol"
+    assert main(["solve", str(game), "--solution", str(out), "--verify"]) == 0
+    assert out.read_text(encoding="utf-8") == "paritysol 3;\n5 1;\n10 1 20;\n20 1 20;\n"
+    printed = capsys.readouterr().out
+    assert "vertex 20 is won by Odd" in printed
+    assert "certificate: verified" in printed
+    assert main(["solve", str(game), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["start"], report["start_winner"]) == (20, 1)
+
+
+def test_solve_names_the_file_and_line_of_a_format_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed game is one line on stderr: file, line and what is wrong."""
+    game = _game(tmp_path, "parity " + "9" * 5000 + ";\n0 0 0 0;\n")
+    assert main(["solve", str(game)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {game}:1: line 1: a number has 5000 digits; use at most 18\n"
+    )
+
+
+@pytest.mark.parametrize(("command", "suffix"), [("solve", ".pg"), ("check", ".policy")])
+def test_a_file_that_is_not_utf8_is_one_line_naming_the_byte(
+    command: str, suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bytes that are not UTF-8 are reported with the file, line and offset, exit 1."""
+    path = tmp_path / f"latin1{suffix}"
+    path.write_bytes(b'parity 0;\n0 0 0 0 "caf\xe9";\n')
+    assert main([command, str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {path}:2: not UTF-8 text: byte 0xe9 at offset 22;"
+        " save the file as UTF-8\n"
+    )
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file saved as 'UTF-8 with BOM' reads like one without."""
+    path = tmp_path / "bom.pg"
+    path.write_bytes(b"\xef\xbb\xbf" + SPARSE.encode())
+    assert main(["solve", str(path)]) == 0
+    assert "vertex 20 is won by Odd" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [("", "it is a directory"), ("none/x.sol", "there is no directory")],
+)
+def test_an_unwritable_solution_path_is_refused_before_solving(
+    where: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory or a missing folder as --solution fails first, as a write error."""
+    out = tmp_path / where
+    assert main(["solve", str(_game(tmp_path)), "--solution", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"grounded-decision: cannot write {out}: {reason}")
+    assert captured.out == ""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_a_write_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed write of the solution names the path and the reason."""
+    assert main(["solve", str(_game(tmp_path)), "--solution", "/dev/full"]) == 1
+    err = capsys.readouterr().err
+    assert err == "grounded-decision: cannot write /dev/full: No space left on device\n"
+
+
+class _Stdout(io.StringIO):
+    """A standard output whose every write fails with the given error."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+def test_a_full_standard_output_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failing to print the report says 'cannot write standard output'."""
+    monkeypatch.setattr(sys, "stdout", _Stdout(OSError(errno.ENOSPC, "No space left on device")))
+    assert main(["solve", str(_game(tmp_path)), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err == "grounded-decision: cannot write standard output: No space left on device\n"
+
+
+def test_a_broken_pipe_ends_quietly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the reader of the output goes away, nothing is printed and the code is 141."""
+    monkeypatch.setattr(sys, "stdout", _Stdout(BrokenPipeError(errno.EPIPE, "Broken pipe")))
+    assert main(["solve", str(_game(tmp_path)), "--json"]) == BROKEN_PIPE == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_a_closed_pipe_leaves_no_traceback() -> None:
+    """A real pipe closed before the output is written: exit 141, nothing on stderr."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "grounded_decision.cli", "examples", "--all", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    child.stdout.close()
+    _, err = child.communicate()
+    assert (child.returncode, err) == (BROKEN_PIPE, b"")
