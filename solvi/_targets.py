@@ -156,7 +156,14 @@ def _exited(target: str, module_text: str, exc: SystemExit) -> TargetError:
 
 
 def _load_module(target: str, module_text: str) -> ModuleType:
-    is_file = module_text.endswith(".py") or "/" in module_text or os.sep in module_text
+    # A file that exists is loaded as one, so `notes.txt:x` is refused as a file that
+    # is not Python, not looked up as the module `txt` of a package `notes`.
+    is_file = (
+        module_text.endswith(".py")
+        or "/" in module_text
+        or os.sep in module_text
+        or Path(module_text).is_file()
+    )
     try:
         with _own_argv(module_text):
             if is_file:
@@ -190,8 +197,9 @@ def load_attribute(target: str) -> Any:
     """
     module_text, sep, attr = target.rpartition(":")
     if not sep or not module_text or not attr:
+        missing = "module before the colon" if sep and not module_text else "attribute"
         msg = (
-            f"{target!r} names no attribute; write {TARGET_HELP} "
+            f"{target!r} names no {missing}; write {TARGET_HELP} "
             f"(for example examples/claims.py:system)"
         )
         raise TargetError(msg, target=target)

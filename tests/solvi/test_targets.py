@@ -73,14 +73,31 @@ def test_load_attribute_returns_anything_load_target_refuses_other_kinds(folder:
     assert caught.value.target == "tgt_kind.py:number"
 
 
-@pytest.mark.parametrize("target", ["claims", "claims.py:", ":system"])
-def test_a_target_without_an_attribute_shows_the_form(target: str) -> None:
-    """No colon, or nothing on one side of it: the message shows the two forms."""
+@pytest.mark.parametrize(
+    ("target", "missing"),
+    [
+        ("claims", "attribute"),
+        ("claims.py:", "attribute"),
+        (":system", "module before the colon"),
+    ],
+)
+def test_a_target_without_an_attribute_shows_the_form(target: str, missing: str) -> None:
+    """No colon, or nothing on one side of it: the message says which and shows the forms."""
     with pytest.raises(TargetError) as caught:
         load_attribute(target)
     assert str(caught.value) == (
-        f"{target!r} names no attribute; write module:attribute or path/to/file.py:attribute "
+        f"{target!r} names no {missing}; write module:attribute or path/to/file.py:attribute "
         f"naming a Catalog or a System (for example examples/claims.py:system)"
+    )
+
+
+def test_a_file_that_is_not_python_is_refused_as_a_file(folder: Path) -> None:
+    """notes.txt:x is a file that Python does not import, not a module `txt` to look for."""
+    _write(folder, "notes.txt", "not python\n")
+    with pytest.raises(TargetError) as caught:
+        load_attribute("notes.txt:system")
+    assert str(caught.value) == (
+        "cannot import 'notes.txt': Python does not load files like it; use a .py file"
     )
 
 
