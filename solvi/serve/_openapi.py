@@ -7,7 +7,7 @@ from typing import Any
 from solvi.response import RECORD_FORMAT
 from solvi.serve._inputs import ServedKeys
 from solvi.serve._metrics import STATUSES
-from solvi.serve._requests import ERROR_CODES, MAX_DEPTH
+from solvi.serve._requests import ERROR_CODES, MAX_DEPTH, counted
 from solvi.system import System
 
 __all__ = ["openapi"]
@@ -91,8 +91,8 @@ def _state(keys: ServedKeys, max_body: int, max_keys: int) -> dict[str, Any]:
         "type": "object",
         "description": (
             f"The request's state: fact names to values; {takes}. Which keys it has selects "
-            f"the flow. At most {max_body} bytes and {max_keys} keys, lists and objects "
-            f"nested at most {MAX_DEPTH} deep."
+            f"the flow. At most {counted(max_body, 'byte')} and {counted(max_keys, 'key')}, "
+            f"lists and objects nested at most {MAX_DEPTH} deep."
         ),
         "properties": dict(keys.schemas),
         "maxProperties": max_keys,

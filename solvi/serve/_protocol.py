@@ -28,13 +28,15 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from solvi.serve._requests import counted
+
 __all__ = ["header_deadline_protocol"]
 
 
 def _timeout_response(seconds: float) -> bytes:
     message = (
-        f"the request line and headers did not arrive within {seconds:g} seconds; send the "
-        f"whole request at once, or start the server with a larger --read-timeout"
+        f"the request line and headers did not arrive within {counted(seconds, 'second')}; "
+        f"send the whole request at once, or start the server with a larger --read-timeout"
     )
     body = json.dumps(
         {"error": {"code": "read_timeout", "message": message, "limit": seconds}},

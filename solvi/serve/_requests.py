@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "ask_options",
     "check_key_count",
     "check_media_type",
+    "counted",
     "parse_state",
     "plan_keys",
     "read_body",
@@ -38,6 +40,14 @@ __all__ = [
 #: values would exhaust the stack when the record is written.
 MAX_DEPTH = 64
 _ASK_OPTIONS = ("early_exit", "speculate", "timeout", "question")
+
+
+def counted(n: float, noun: str) -> str:
+    """``1 byte``, ``2 bytes``, ``0.5 seconds``: a number and its noun, plural unless one."""
+    shown = f"{n:g}" if isinstance(n, float) else str(n)
+    return f"{shown} {noun}" if n == 1 else f"{shown} {noun}s"
+
+
 ERROR_CODES = (
     "invalid_json",
     "invalid_query",
@@ -175,8 +185,9 @@ def check_media_type(request: Request) -> None:
 
 def _too_large(size: int, limit: int) -> ClientError:
     msg = (
-        f"the body is {size} bytes or more, more than this server accepts ({limit} bytes); send a "
-        f"smaller state, or start the server with a larger max_body"
+        f"the body is {size} bytes or more, more than this server accepts "
+        f"({counted(limit, 'byte')}); send a smaller state, or start the server with a larger "
+        f"max_body"
     )
     return ClientError(413, "body_too_large", msg, limit=limit)
 
@@ -204,7 +215,8 @@ async def read_body(request: Request, limit: int, seconds: float) -> bytes:
             chunks.append(chunk)
     if scope.cancelled_caught:
         msg = (
-            f"the body did not arrive within {seconds:g} seconds ({size} bytes came); send "
+            f"the body did not arrive within {counted(seconds, 'second')} "
+            f"({counted(size, 'byte')} came); send "
             f"the whole body at once, or start the server with a larger --read-timeout"
         )
         raise ClientError(408, "read_timeout", msg, limit=seconds)
@@ -226,6 +238,19 @@ def _finite(text: str) -> float:
         )
         raise ClientError(400, "invalid_json", msg)
     return value
+
+
+def _whole(text: str) -> int:
+    """A JSON integer, refused in the client's terms when int() would refuse its length."""
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        msg = (
+            f"the body holds an integer of {digits} digits; integers over {limit} digits are "
+            f"refused, send a shorter number (or a string)"
+        )
+        raise ClientError(400, "invalid_json", msg)
+    return int(text)
 
 
 def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -306,7 +331,11 @@ def parse_state(body: bytes, max_keys: int) -> dict[str, Any]:
     text = _text(body)
     try:
         state = json.loads(
-            text, parse_constant=_no_constants, parse_float=_finite, object_pairs_hook=_once
+            text,
+            parse_constant=_no_constants,
+            parse_float=_finite,
+            parse_int=_whole,
+            object_pairs_hook=_once,
         )
     except json.JSONDecodeError as exc:
         msg = (

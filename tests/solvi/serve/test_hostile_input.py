@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from flows.serve_app import make_system
@@ -49,3 +50,29 @@ async def test_a_lone_surrogate_value_comes_back_escaped(params: dict[str, str])
     body = json.loads(r.content)
     answer = body["answer"] if params else body["answers"]["greet"]
     assert answer["value"] == "\ud800"
+
+
+@pytest.mark.asyncio
+async def test_an_over_long_integer_is_refused_in_the_clients_terms() -> None:
+    """A 5000-digit integer is a 400 naming the digit limit, not Python's setting."""
+    body = b'{"name": ' + b"9" * 5000 + b"}"
+    async with in_process_client(asgi(_echo())) as client:
+        r = await client.post("/v1/ask", content=body, headers=JSON)
+    assert r.status_code == 400
+    assert r.json()["error"] == {
+        "code": "invalid_json",
+        "message": (
+            f"the body holds an integer of 5000 digits; integers over "
+            f"{sys.get_int_max_str_digits()} digits are refused, send a shorter number "
+            f"(or a string)"
+        ),
+    }
+
+
+@pytest.mark.asyncio
+async def test_limits_of_one_are_said_in_the_singular() -> None:
+    """--max-body 1 refuses a body "(1 byte)", not "(1 bytes)"."""
+    async with in_process_client(asgi(_echo(), max_body=1)) as client:
+        r = await client.post("/v1/ask", content=b"{}", headers=JSON)
+    assert r.status_code == 413
+    assert "more than this server accepts (1 byte);" in r.json()["error"]["message"]

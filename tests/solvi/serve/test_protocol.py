@@ -309,7 +309,7 @@ def test_half_a_request_line_is_answered_408_and_closed(server: tuple[str, int])
     assert body == {
         "error": {
             "code": "read_timeout",
-            "message": "the request line and headers did not arrive within 1 seconds; send the "
+            "message": "the request line and headers did not arrive within 1 second; send the "
             "whole request at once, or start the server with a larger --read-timeout",
             "limit": 1.0,
         }
@@ -362,7 +362,7 @@ def test_a_trickled_body_is_answered_408(server: tuple[str, int]) -> None:
     assert status == "HTTP/1.1 408 Request Timeout"
     assert body["error"]["code"] == "read_timeout"
     assert body["error"]["message"].startswith(
-        "the body did not arrive within 1 seconds (13 bytes came)"
+        "the body did not arrive within 1 second (13 bytes came)"
     )
     assert elapsed < 5
 
