@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import inspect
 import math
+import os
+import socket
 import sys
 import typing
 from collections.abc import Sequence
@@ -16,7 +19,7 @@ from solvi.errors import PlanError, SolviError
 from solvi.serve._app import INSTALL, asgi, need
 from solvi.system import System
 
-__all__ = ["add_serve_command", "load_system", "main", "run"]
+__all__ = ["ListenError", "add_serve_command", "check_listen", "load_system", "main", "run"]
 
 
 _SERVABLE = "name a System, a Catalog, or a function without arguments that returns one"
@@ -105,6 +108,50 @@ def load_system(target: str) -> System:
     return _served(target, _call_factory(target, value), "returned")
 
 
+class ListenError(SolviError):
+    """The server cannot listen where it was told to (a port in use, a host not of this machine)."""
+
+
+def _listen_fix(exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return "stop what listens there, or give another --port"
+    if exc.errno == errno.EACCES:
+        return "give a --port above 1023, or run with the rights to bind it"
+    return "give --host an address of this machine (127.0.0.1, 0.0.0.0 or ::)"
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> ListenError:
+    reason = (exc.strerror or str(exc)).lower()
+    return ListenError(f"cannot listen on {host}:{port}: {reason}; {_listen_fix(exc)}")
+
+
+def check_listen(host: str, port: int) -> None:
+    """Bind `host`:`port` once and let go, as uvicorn is about to, to fail in one line.
+
+    uvicorn reports a port in use or an unknown host after its startup log and
+    exits 3; binding first (with the same SO_REUSEADDR and IPV6_V6ONLY as
+    asyncio's server) says what is wrong before anything starts. Another
+    process can still take the port in between; uvicorn then reports it.
+
+    Raises:
+        ListenError: the address cannot be resolved or bound.
+    """
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise _cannot_listen(host, port, exc) from exc
+    for family, kind, proto, _, address in found:
+        with socket.socket(family, kind, proto) as sock:
+            if os.name == "posix":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise _cannot_listen(host, port, exc) from exc
+
+
 def run(
     target: str,
     host: str = "127.0.0.1",
@@ -141,6 +188,7 @@ def run(
     Raises:
         ImportError: Starlette or uvicorn is not installed.
         SolviError: the target cannot be loaded.
+        ListenError: `host`:`port` cannot be listened on (in use, not an address here).
         ValueError: a limit is not a positive number.
     """
     uvicorn = need("uvicorn")
@@ -155,6 +203,7 @@ def run(
     from solvi.serve._protocol import header_deadline_protocol
 
     protocol = header_deadline_protocol(read_timeout)
+    check_listen(host, port)
     uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol)
 
 

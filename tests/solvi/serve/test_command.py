@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import textwrap
 from pathlib import Path
 
@@ -220,3 +221,29 @@ def test_the_claims_examples_class_is_not_served() -> None:
     """examples/claims.py:System names the class it imports, which is refused."""
     with pytest.raises(TargetError, match=r"is the class System, not a System instance"):
         load_system(f"{EXAMPLES}/claims.py:System")
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another server on the port: said before uvicorn starts, with the fix."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main([f"{target}:system", "--port", str(port)]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi serve: cannot listen on 127.0.0.1:{port}: address already in use; stop what "
+        f"listens there, or give another --port\n"
+    )
+
+
+def test_a_host_that_is_no_address_is_one_line_and_exit_2(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--host 999.1.1.1 cannot be resolved: one line naming the host, before uvicorn starts."""
+    assert main([f"{target}:system", "--host", "999.1.1.1", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("solvi serve: cannot listen on 999.1.1.1:0: ")
+    assert err.endswith("; give --host an address of this machine (127.0.0.1, 0.0.0.0 or ::)\n")
+    assert err.count("\n") == 1
