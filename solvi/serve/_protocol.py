@@ -16,6 +16,10 @@ is closed, and a connection that sent nothing is closed. A body still arriving
 app reads has its own deadline in the app (`read_body`), where a JSON error can
 say how much arrived.
 
+A request line and headers over HEAD_LIMIT (16 KiB) are a 431
+``headers_too_large``, however they arrive: h11's own bound applies only to a
+head still incomplete, so one sent in a single piece would pass it.
+
 uvicorn is imported when this module is, so only `run` imports it.
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import h11
@@ -30,7 +35,26 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from solvi.serve._requests import counted
 
-__all__ = ["header_deadline_protocol"]
+__all__ = ["HEAD_LIMIT", "header_deadline_protocol"]
+
+#: The most bytes a request line and its headers may take (h11's own bound, 16 KiB).
+HEAD_LIMIT = 16 * 1024
+#: The blank line that ends a request's head (h11 takes a bare LF as well as CRLF).
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+
+
+def _error_response(status: str, code: str, message: str, limit: float) -> bytes:
+    """A JSON error that closes the connection, for what is refused before any app runs."""
+    body = json.dumps(
+        {"error": {"code": code, "message": message, "limit": limit}}, separators=(",", ":")
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status}\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
 
 
 def _timeout_response(seconds: float) -> bytes:
@@ -38,17 +62,23 @@ def _timeout_response(seconds: float) -> bytes:
         f"the request line and headers did not arrive within {counted(seconds, 'second')}; "
         f"send the whole request at once, or start the server with a larger --read-timeout"
     )
-    body = json.dumps(
-        {"error": {"code": "read_timeout", "message": message, "limit": seconds}},
-        separators=(",", ":"),
-    ).encode()
-    head = (
-        "HTTP/1.1 408 Request Timeout\r\n"
-        "content-type: application/json\r\n"
-        f"content-length: {len(body)}\r\n"
-        "connection: close\r\n\r\n"
+    return _error_response("408 Request Timeout", "read_timeout", message, seconds)
+
+
+def _head_too_large_response(limit: int) -> bytes:
+    message = (
+        f"the request line and headers are over {counted(limit, 'byte')}; send fewer or "
+        f"shorter headers"
     )
-    return head.encode("ascii") + body
+    return _error_response(
+        "431 Request Header Fields Too Large", "headers_too_large", message, limit
+    )
+
+
+def _head_size(buffered: bytes, limit: int) -> int:
+    """The bytes of the request head at the start of `buffered`, or of it all if unfinished."""
+    end = _HEAD_END.search(buffered, 0, limit + 4)
+    return end.end() if end is not None else len(buffered)
 
 
 class _HeaderDeadline(H11Protocol):
@@ -76,6 +106,21 @@ class _HeaderDeadline(H11Protocol):
         super().on_response_complete()
         if self._unattended() and self._deadline is None:
             self._start()  # the answer is out, and the body it did not read is still coming
+
+    def handle_events(self) -> None:
+        """Refuse a head over HEAD_LIMIT before h11 parses it.
+
+        h11 bounds only a head that arrives in pieces (its
+        ``max_incomplete_event_size``); one sent whole is parsed at any size.
+        """
+        if self.conn.their_state is h11.IDLE:
+            pending, _ = self.conn.trailing_data
+            if _head_size(pending, HEAD_LIMIT) > HEAD_LIMIT:
+                self._stop()
+                self.transport.write(_head_too_large_response(HEAD_LIMIT))
+                self.transport.close()
+                return
+        super().handle_events()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop()

@@ -394,3 +394,30 @@ def test_real_server_takes_the_flags(server: tuple[str, int]) -> None:
     assert refused.json()["error"]["code"] == "too_many_keys"
     assert guarded.status_code == 422
     assert guarded.json()["error"]["key"] == "adult"
+
+
+def _get_with_header(size: int) -> bytes:
+    """GET /healthz with one header of `size` bytes, the whole request in one piece."""
+    head = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\nx-big: "
+    return head + b"a" * size + b"\r\n\r\n"
+
+
+def test_a_head_over_16_kib_sent_at_once_is_refused_431(server: tuple[str, int]) -> None:
+    """h11 bounds only a head that arrives in pieces; one sent whole is refused too."""
+    received, _ = _exchange(server, _get_with_header(20_000))
+    status, body = _split(received)
+    assert status == "HTTP/1.1 431 Request Header Fields Too Large"
+    assert body == {
+        "error": {
+            "code": "headers_too_large",
+            "message": "the request line and headers are over 16384 bytes; send fewer or "
+            "shorter headers",
+            "limit": 16384,
+        }
+    }
+
+
+def test_a_head_under_16_kib_is_answered(server: tuple[str, int]) -> None:
+    """A large head within the limit reaches the app."""
+    received, _ = _exchange(server, _get_with_header(15_000))
+    assert received.startswith(b"HTTP/1.1 200 ")
