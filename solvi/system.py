@@ -30,6 +30,7 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
+from solvi._run.uncancelled import in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
@@ -604,32 +605,28 @@ class System:
         if run.journal is None and self.store is None:
             return response
         learning = self._learning_due()
+        # Begun, the keeping is finished: a cancelled caller still leaves the response
+        # stored and its request closed, never half of it.
         if self.store is None and not learning:
-            with anyio.CancelScope(shield=True):
-                await run.journal.close(None).wait_async()
+            await to_the_end(run.journal.close(None).wait_async)
             return response
-        keep = functools.partial(self._keep, response, run, learning=learning)
-        with anyio.CancelScope(shield=True):
-            # Begun, the keeping is finished: a cancelled caller still leaves the
-            # response stored and its request closed, never half of it.
-            await anyio.to_thread.run_sync(keep)
+        await in_thread_to_the_end(functools.partial(self._keep, response, run, learning=learning))
         return response
 
     @staticmethod
     async def _close_cancelled(run: Run) -> None:
         """Close a request its caller cancelled, before the cancellation goes on: no one
         may resume what its caller gave up. Its steps keep what they were."""
-        with anyio.CancelScope(shield=True):
-            try:
-                await run.journal.close(None, closed_as=CANCELLED).wait_async()
-            except Exception as failure:
-                warnings.warn(
-                    f"cancelled request {run.request_id!r} could not be closed in the journal "
-                    f"({type(failure).__name__}: {failure}); recover() will list it once this "
-                    f"process has stopped",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
+        try:
+            await to_the_end(run.journal.close(None, closed_as=CANCELLED).wait_async)
+        except Exception as failure:
+            warnings.warn(
+                f"cancelled request {run.request_id!r} could not be closed in the journal "
+                f"({type(failure).__name__}: {failure}); recover() will list it once this "
+                f"process has stopped",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     # `ask` / `aask` on the request a text makes (the extract parts run first): see solvi.extract
     ask_text = extract.ask_text

@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-__all__ = ["Ticket", "Writer", "WriterClosed", "done_ticket"]
+__all__ = ["Ticket", "Writer", "WriterClosed", "done_ticket", "finish_ticket"]
 
 U = TypeVar("U")
 
@@ -59,7 +59,7 @@ class Ticket:
     def wait(self) -> None:
         """Block this (non-loop) thread until the unit is committed; raise its error."""
         if not self.done:
-            assert self._writer is not None  # only a ready-made ticket has none, and it is done
+            assert self._writer is not None  # a writer-less ticket is only awaited async
             self._writer.wait_for(self)
         self.result()
 
@@ -270,13 +270,29 @@ class Writer(Generic[U]):
         self._finish(tickets)
 
     def _finish(self, tickets: list[Ticket]) -> None:
-        wakers: dict[Any, list[Callable[[], None]]] = {}
         with self._cond:
-            for ticket in tickets:
-                ticket.done = True
-                for loop_key, wake in ticket._wakers or ():
-                    wakers.setdefault(loop_key, []).append(wake)
+            wakers = _mark_done(tickets)
             self._cond.notify_all()
-        # A waiter that sets its waker after this looked sees `done` and never parks.
-        for loop_key, calls in wakers.items():
-            _call_soon(loop_key, calls)
+        _wake(wakers)
+
+
+def finish_ticket(ticket: Ticket, error: BaseException | None = None) -> None:
+    """Mark a writer-less ticket done (its work ran elsewhere), waking its async waiters."""
+    ticket.error = error
+    _wake(_mark_done([ticket]))
+
+
+def _mark_done(tickets: list[Ticket]) -> dict[Any, list[Callable[[], None]]]:
+    """Mark `tickets` done; return their waiters' wake calls by event loop."""
+    wakers: dict[Any, list[Callable[[], None]]] = {}
+    for ticket in tickets:
+        ticket.done = True
+        for loop_key, wake in ticket._wakers or ():
+            wakers.setdefault(loop_key, []).append(wake)
+    return wakers
+
+
+def _wake(wakers: dict[Any, list[Callable[[], None]]]) -> None:
+    # A waiter that sets its waker after `_mark_done` looked sees `done` and never parks.
+    for loop_key, calls in wakers.items():
+        _call_soon(loop_key, calls)

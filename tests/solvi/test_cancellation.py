@@ -6,7 +6,10 @@ the journal backends and the store."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import random
+import threading
 import time
 from typing import Any
 
@@ -14,7 +17,8 @@ import anyio
 import pytest
 from stores import Backend
 
-from solvi import Catalog, Question, ResumeRefused, System
+from solvi import Catalog, Question, ResumeRefused, Store, System
+from solvi.errors import MissingRecordError
 
 #: the issue asks for 500 calls cancelled at random moments, per loop and database
 CANCELLED = 500
@@ -24,6 +28,8 @@ WAVE = 20
 MAX_WAVES = 200
 #: deadlines are drawn from [0, MAX_DELAY] seconds
 MAX_DELAY = 0.005
+#: native cancellations also reach the end of a call, where its answer is kept
+NATIVE_MAX_DELAY = 0.015
 #: each backend combination must finish well within this
 BUDGET = 30.0
 QUESTIONS = [Question("approve", forced=False), "limit"]
@@ -84,6 +90,14 @@ def _catalog() -> Catalog:
     return cat
 
 
+def _stored(store: Store, request_id: str) -> bool:
+    try:
+        store.get_record(request_id)
+    except MissingRecordError:
+        return False
+    return True
+
+
 def _state(i: int) -> dict[str, Any]:
     return {"x": i, "age": 16 if i % 13 == 0 else 30}
 
@@ -118,11 +132,24 @@ class Outcome:
 
 
 async def _one(
-    system: System, request_id: str, state: dict[str, Any], delay: float | None, out: Outcome
+    system: System,
+    request_id: str,
+    state: dict[str, Any],
+    delay: float | None,
+    out: Outcome,
+    *,
+    native: bool,
 ) -> None:
     response = None
-    with anyio.move_on_after(delay):
-        response = await system.aask(state, request_id=request_id)
+    if native:  # `Task.cancel()`, which goes through anyio's shields
+        try:
+            async with asyncio.timeout(delay):
+                response = await system.aask(state, request_id=request_id)
+        except TimeoutError:
+            pass
+    else:
+        with anyio.move_on_after(delay):
+            response = await system.aask(state, request_id=request_id)
     if response is not None:
         out.completed[request_id] = response.hash
         return
@@ -132,7 +159,7 @@ async def _one(
         out.problems.add("cancelled call listed by journal_status() once it returned", request_id)
 
 
-async def _cancel_at_random(system: System, rng: random.Random) -> Outcome:
+async def _cancel_at_random(system: System, rng: random.Random, native: bool) -> Outcome:
     out = Outcome()
     n = 0
     for wave in range(MAX_WAVES):
@@ -140,8 +167,10 @@ async def _cancel_at_random(system: System, rng: random.Random) -> Outcome:
             break
         async with anyio.create_task_group() as tg:
             for k in range(WAVE):
-                delay = None if k == 0 else rng.uniform(0, MAX_DELAY)
-                tg.start_soon(_one, system, f"w{wave}-{k}", _state(n), delay, out)
+                longest = NATIVE_MAX_DELAY if native else MAX_DELAY
+                delay = None if k == 0 else rng.uniform(0, longest)
+                call = functools.partial(_one, native=native)
+                tg.start_soon(call, system, f"w{wave}-{k}", _state(n), delay, out)
                 n += 1
         listed = [r.request_id for r in system.journal_status()]
         if listed:
@@ -152,14 +181,20 @@ async def _cancel_at_random(system: System, rng: random.Random) -> Outcome:
     return out
 
 
-@pytest.mark.parametrize("loop", ["asyncio", "trio"])
-def test_cancelled_calls_are_closed_as_cancelled(db: Backend, loop: str) -> None:
-    """500 randomly cancelled `aask` calls: none listed or recovered, each refused as cancelled."""
+@pytest.mark.parametrize(
+    ("loop", "native"), [("asyncio", False), ("trio", False), ("asyncio", True)]
+)
+def test_cancelled_calls_are_closed_as_cancelled(db: Backend, loop: str, native: bool) -> None:
+    """500 randomly cancelled `aask` calls: none listed or recovered, each refused as
+    cancelled, or stored when it was cancelled while its answer was being kept.
+
+    `native` cancels with `asyncio.timeout` (a plain `Task.cancel()`, as a framework
+    does when its client goes away) instead of an anyio cancel scope."""
     began = time.monotonic()
     system = System(_catalog(), QUESTIONS, journal=db.spec, store=db.spec)
-    rng = random.Random(f"cancellation-{db.kind}-{loop}")
+    rng = random.Random(f"cancellation-{db.kind}-{loop}-{native}")
     try:
-        out = anyio.run(_cancel_at_random, system, rng, backend=loop)
+        out = anyio.run(_cancel_at_random, system, rng, native, backend=loop)
         ran_for = time.monotonic() - began
         assert len(out.cancelled) >= CANCELLED, (
             f"only {len(out.cancelled)} of the calls were cancelled (the parts are too fast "
@@ -189,11 +224,14 @@ def test_cancelled_calls_are_closed_as_cancelled(db: Backend, loop: str) -> None
                 "a new System's recover() claims requests",
                 f"{len(claimed)} claimed, {len(claimed & set(out.cancelled))} of them cancelled",
             )
+        assert fresh.store is not None
         wrong_resumes = 0
         for request_id in out.cancelled:
             if wrong_resumes >= 20:
                 problems.add("resume checks stopped after 20 wrong answers", "the rest untried")
                 break
+            if native and _stored(fresh.store, request_id):
+                continue  # cancelled while its answer was kept: the keeping went on to its end
             try:
                 fresh.resume(request_id)
             except ResumeRefused as exc:
@@ -203,7 +241,6 @@ def test_cancelled_calls_are_closed_as_cancelled(db: Backend, loop: str) -> None
             else:
                 wrong_resumes += 1
                 problems.add("resume finished a request its caller cancelled", request_id)
-        assert fresh.store is not None
         for request_id, digest in out.completed.items():
             stored = fresh.store.get_record(request_id)
             if stored["hash"] != digest:
@@ -211,3 +248,62 @@ def test_cancelled_calls_are_closed_as_cancelled(db: Backend, loop: str) -> None
     finally:
         fresh.close()
     assert not problems, str(problems)
+
+
+def test_a_native_cancel_while_the_answer_waits_for_a_thread_still_keeps_it(db: Backend) -> None:
+    """`asyncio.timeout` fires while the answered request waits for a worker thread to
+    store it (every thread is busy): the answer is stored and the request closed all the
+    same, and the caller gets its timeout. No later `recover()` may claim the request."""
+    cat = Catalog("kept")
+
+    @cat.fn
+    def profile(x: int) -> int:
+        return x
+
+    @cat.rule
+    def approve(profile: int) -> bool:
+        return profile > 0
+
+    system = System(cat, [Question("approve", forced=False)], journal=db.spec, store=db.spec)
+
+    async def main() -> None:
+        total = int(anyio.to_thread.current_default_thread_limiter().total_tokens)
+        release = threading.Event()
+        all_busy = anyio.Event()
+        started = [0]
+        lock = threading.Lock()
+
+        def hold() -> None:
+            with lock:
+                started[0] += 1
+                last = started[0] == total
+            if last:
+                anyio.from_thread.run_sync(all_busy.set)
+            release.wait()
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(total):
+                tg.start_soon(functools.partial(anyio.to_thread.run_sync, hold))
+            await all_busy.wait()
+
+            async def free_the_threads_later() -> None:
+                await anyio.sleep(0.3)  # long after the timeout: the keeping waits for this
+                release.set()
+
+            tg.start_soon(free_the_threads_later)
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    await system.aask({"x": 1})
+
+    try:
+        anyio.run(main, backend="asyncio")
+        assert system.journal_status() == []
+        assert system.store is not None
+        assert [record["hash"] for _, record in system.store.iter_records()] != []
+    finally:
+        system.close()
+    fresh = System(cat, [Question("approve", forced=False)], journal=db.spec, store=db.spec)
+    try:
+        assert fresh.recover() == []
+    finally:
+        fresh.close()
