@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from time import perf_counter
 from typing import Any
 
@@ -178,8 +179,15 @@ def _drive_threaded(run: Run, drive: Drive, pool: Executor) -> None:
         else:
             done.put((index, None))
 
+    def submit(index: int) -> None:
+        try:
+            future = pool.submit(work, index)
+        except RuntimeError as exc:  # the pool is shut down
+            raise RuntimeError(CLOSED) from exc
+        future.add_done_callback(functools.partial(_tell_if_dropped, done, index))
+
     for i in ready:
-        pool.submit(work, i)
+        submit(i)
     outstanding = len(ready)
     while outstanding:
         index, error = done.get()
@@ -187,8 +195,23 @@ def _drive_threaded(run: Run, drive: Drive, pool: Executor) -> None:
         if error is not None:
             raise error
         for d in release(waiting, nodes[index].dependents):
-            pool.submit(work, d)
+            submit(d)
             outstanding += 1
+
+
+CLOSED = (
+    "the System was closed while this request ran: System.close() stopped its worker "
+    "threads; close a System only once its requests have returned"
+)
+
+
+def _tell_if_dropped(
+    done: queue.SimpleQueue[tuple[int, BaseException | None]], index: int, future: Future[None]
+) -> None:
+    """Hand the driving thread an error for a step `System.close()` took off the pool
+    before it started (it would otherwise wait for it for ever)."""
+    if future.cancelled():
+        done.put((index, RuntimeError(CLOSED)))
 
 
 def run_threaded(

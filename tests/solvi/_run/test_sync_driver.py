@@ -4,6 +4,7 @@ timeouts and errors as safeguards."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import anyio
@@ -326,3 +327,50 @@ def test_a_part_of_three_inputs_that_raises_is_recorded_on_the_fast_path() -> No
         "n5",
         "inputs missing: n3 (n3 raised ValueError: three went wrong)",
     )
+
+
+def test_closing_the_system_fails_requests_in_flight_instead_of_hanging() -> None:
+    """`close()` while `ask(workers=N)` runs takes the queued steps off the pool: the
+    requests in flight raise an error saying so, and none waits for ever."""
+    cat = Catalog("closing")
+    step_started = threading.Barrier(3)
+
+    @cat.fn
+    def a(x: int) -> int:
+        if x < 2:
+            step_started.wait(5)
+            time.sleep(0.3)  # both threads stay busy while the third request queues
+        return x + 1
+
+    @cat.fn
+    def b(a: int) -> int:  # queued once `a` is done, after the pool is shut down
+        return a
+
+    @cat.rule
+    def answer(b: int) -> bool:
+        return b > 0
+
+    system = System(cat, [Question("answer", forced=False)], workers=2)
+    outcomes: list[str] = []
+
+    def ask(x: int) -> None:
+        try:
+            system.ask({"x": x})
+        except RuntimeError as exc:
+            outcomes.append(str(exc))
+        else:
+            outcomes.append("answered")
+
+    # Two requests' first steps take both threads; the third one's waits in the queue.
+    threads = [threading.Thread(target=ask, args=(x,), daemon=True) for x in range(3)]
+    threads[0].start()
+    threads[1].start()
+    step_started.wait(5)
+    threads[2].start()
+    time.sleep(0.1)
+    system.close()
+    for thread in threads:
+        thread.join(5)
+    assert not any(thread.is_alive() for thread in threads), "a request still waits"
+    assert len(outcomes) == 3
+    assert all("System was closed while this request ran" in o for o in outcomes), outcomes
