@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 import attrs
 
+from solvi._run.async_ import call_part
 from solvi._run.scheduler import PRIOR_CALLS
-from solvi._run.steps import PartTimeout, call_sync, cause_of, current_loop, effective_timeout
+from solvi._run.steps import call_sync, cause_of, current_loop, effective_timeout
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, RecordError
@@ -514,23 +515,10 @@ def _recorded(values: Mapping[str, Any]) -> dict[str, Any]:
 async def _acall(
     part: Part, args: tuple[Any, ...], seconds: float | None, limiter: anyio.CapacityLimiter
 ) -> Any:
-    """Call one extract on the event loop: awaited, inline, or in a worker thread
-    (abandoned when it runs past `seconds`)."""
+    """Call one extract on the event loop: inline, or as `aask` calls a part."""
     if not part.is_async and not part.blocking and part.timeout is None:
         return part.func(*args)
-    if seconds is None:
-        if part.is_async:
-            return await part.func(*args)
-        return await anyio.to_thread.run_sync(part.func, *args, limiter=limiter)
-    try:
-        with anyio.fail_after(seconds):
-            if part.is_async:
-                return await part.func(*args)
-            return await anyio.to_thread.run_sync(
-                part.func, *args, limiter=limiter, abandon_on_cancel=True
-            )
-    except TimeoutError:
-        raise PartTimeout(seconds) from None
+    return await call_part(part, args, seconds, limiter)
 
 
 # -- the System's methods (System binds these two functions as its own) --------------------

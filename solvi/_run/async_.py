@@ -27,35 +27,38 @@ from solvi._run.scheduler import (
     readiness,
     release,
 )
-from solvi._run.steps import Node, PartTimeout, Program, cause_of, effective_timeout, fast_call
+from solvi._run.steps import (
+    Node,
+    PartTimeout,
+    Program,
+    await_part,
+    call_in_thread,
+    cause_of,
+    effective_timeout,
+    fast_call,
+)
 from solvi.costs import CostBook
 
-__all__ = ["run_async", "run_node_async"]
+__all__ = ["call_part", "run_async", "run_node_async"]
 
 #: An async part whose calls took less than this (ms) on average is awaited
 #: inline: a task would cost more than the overlap it could buy.
 INLINE_BELOW_MS = 0.05
 
 
-async def _call(part: Any, args: tuple[Any, ...], seconds: float | None, limiter: Any) -> Any:
+async def call_part(part: Any, args: tuple[Any, ...], seconds: float | None, limiter: Any) -> Any:
+    """Await an async part, or call a sync one in a worker thread (abandoned on
+    timeout); raise PartTimeout once it runs past `seconds`."""
     if part.is_async:
-        if seconds is None:
-            return await part.func(*args)
-        try:
-            with anyio.fail_after(seconds):
-                return await part.func(*args)
-        except TimeoutError:
-            raise PartTimeout(seconds) from None
+        return await await_part(part.func, args, seconds)
     # A sync part that may block: a worker thread, abandoned on timeout.
     if seconds is None:
-        return await anyio.to_thread.run_sync(part.func, *args, limiter=limiter)
-    try:
-        with anyio.fail_after(seconds):
-            return await anyio.to_thread.run_sync(
-                part.func, *args, limiter=limiter, abandon_on_cancel=True
-            )
-    except TimeoutError:
-        raise PartTimeout(seconds) from None
+        return await anyio.to_thread.run_sync(call_in_thread, part.func, *args, limiter=limiter)
+    with anyio.move_on_after(seconds):
+        return await anyio.to_thread.run_sync(
+            call_in_thread, part.func, *args, limiter=limiter, abandon_on_cancel=True
+        )
+    raise PartTimeout(seconds)
 
 
 def _inline_sync(part: Any) -> bool:
@@ -99,7 +102,7 @@ async def _outcome(
     try:
         if _inline_sync(part):
             return part.func(*args), None
-        return await _call(part, args, effective_timeout(part, run.timeout), limiter), None
+        return await call_part(part, args, effective_timeout(part, run.timeout), limiter), None
     except anyio.get_cancelled_exc_class():
         if run.hooks is not None:
             tried = node.parts.index(part)

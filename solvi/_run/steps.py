@@ -385,22 +385,41 @@ def _run_in_daemon_thread(func: Callable[[], Any], timeout: float | None) -> Any
     return box[0]
 
 
-async def _await_part(
-    func: Callable[..., Any], args: tuple[Any, ...], seconds: float | None
-) -> Any:
+async def await_part(func: Callable[..., Any], args: tuple[Any, ...], seconds: float | None) -> Any:
+    """Await an async part, raising PartTimeout once it runs past `seconds`.
+
+    Only the deadline makes a timeout: a TimeoutError the part raises itself is its
+    own error, recorded as such (as `ask` records it from a sync part).
+    """
     if seconds is None:
         return await func(*args)
+    with anyio.move_on_after(seconds):
+        return await func(*args)
+    raise PartTimeout(seconds)
+
+
+class PartRaised(Exception):
+    """Carries what a part raised in a worker thread when it cannot reach the event
+    loop as itself: a StopIteration would turn into a RuntimeError on its way out of
+    a coroutine. `cause_of` records the part's own exception."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(str(raised))
+        self.raised = raised
+
+
+def call_in_thread(func: Callable[..., Any], *args: Any) -> Any:
+    """Call a sync part in a worker thread for the event loop (see PartRaised)."""
     try:
-        with anyio.fail_after(seconds):
-            return await func(*args)
-    except TimeoutError:
-        raise PartTimeout(seconds) from None
+        return func(*args)
+    except StopIteration as exc:
+        raise PartRaised(exc) from None
 
 
 def call_sync(part: Part, args: tuple[Any, ...], timeout: float | None) -> Any:
     """Call a part from sync code; raise PartTimeout when it runs past `timeout`."""
     if part.is_async:
-        run = partial(anyio.run, _await_part, part.func, args, timeout)
+        run = partial(anyio.run, await_part, part.func, args, timeout)
         if in_event_loop():
             return _run_in_daemon_thread(run, None)
         return run()
@@ -413,4 +432,6 @@ def cause_of(exc: BaseException, part_name: str, fact: str) -> Cause:
     """The Cause a part's exception becomes: a timeout, or an error with its type."""
     if isinstance(exc, PartTimeout):
         return Cause("timeout", part_name, fact, str(exc))
+    if isinstance(exc, PartRaised):
+        exc = exc.raised
     return Cause("error", part_name, fact, f"{type(exc).__name__}: {exc}")

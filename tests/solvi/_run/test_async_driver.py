@@ -437,3 +437,38 @@ def test_a_flows_slow_flags_are_reused_and_worked_out_again_ever_less_often() ->
         assert flags[0] is (costs.asked < 3)  # `quote` (node 0) is slow until proven fast
     assert SLOW_RECHECK == 32
     assert seen == [1, 2, 4, 8, 16, 32, 64, 96]
+
+
+def test_a_timeout_error_a_part_raises_itself_is_its_error_not_a_timeout() -> None:
+    """Only the deadline makes a timeout: a part that raises TimeoutError (its client
+    gave up) is recorded as an error, by `ask` and `aask` alike, and a blocking part's
+    StopIteration reaches the record as itself."""
+    cat = Catalog("own_errors")
+
+    @cat.fn(timeout=5)
+    def score(x: int) -> int:
+        raise TimeoutError("model server did not answer")
+
+    @cat.fn(timeout=5)
+    async def history(x: int) -> int:
+        raise TimeoutError("archive did not answer")
+
+    @cat.fn(blocking=True)
+    def ledger(x: int) -> int:
+        raise StopIteration
+
+    @cat.rule
+    def approve(score: int, history: int, ledger: int) -> bool:
+        return True
+
+    system = System(cat, [Question("approve", forced=False)])
+    asked = system.ask({"x": 1})
+    awaited = anyio.run(system.aask, {"x": 1})
+    for res in (asked, awaited):
+        steps = {s.part: (s.outcome, s.message) for s in res.trace.steps}
+        assert steps == {
+            "score": ("error", "TimeoutError: model server did not answer"),
+            "history": ("error", "TimeoutError: archive did not answer"),
+            "ledger": ("error", "StopIteration: "),
+        }
+    assert asked.hash == awaited.hash
