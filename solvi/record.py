@@ -18,6 +18,8 @@ import attrs
 from solvi.errors import RecordError
 
 __all__ = [
+    "HUGE_INT",
+    "MAX_NESTING",
     "NO_JSON_FORM",
     "PLAIN_TYPES",
     "canonical_json",
@@ -29,8 +31,17 @@ __all__ = [
 #: how the message of a step whose value has no JSON form begins
 NO_JSON_FORM: Final = "returned a value with no JSON form: "
 
-#: types whose values a record holds as they are (no conversion to check)
+#: types whose values a record holds as they are (no conversion to check), ints
+#: within HUGE_INT of zero
 PLAIN_TYPES: Final = frozenset({int, float, str, bool, type(None)})
+
+#: ints a record holds lie strictly between -HUGE_INT and HUGE_INT: Python writes no
+#: int of more digits than `sys.get_int_max_str_digits()` (4,300 by default) as text
+HUGE_INT: Final = 10**4000
+
+#: lists and dicts nested deeper than this in a value (or a value that contains
+#: itself) have no JSON form: encoders and readers stop at Python's recursion limit
+MAX_NESTING: Final = 200
 
 
 def _float(value: float) -> Any:
@@ -54,12 +65,31 @@ def to_record_value(value: Any, where: str) -> Any:
         RecordError: the value (or something inside it) has no JSON form; the
             message names the fact (`where`) and the path inside it.
     """
+    return _convert(value, where, 0)
+
+
+def _convert(value: Any, where: str, depth: int) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
+        if not -HUGE_INT < value < HUGE_INT:
+            msg = (
+                f"{where} is an integer of {value.bit_length():,} bits; a record holds "
+                f"integers of up to 4,000 digits, so return a larger one as a string, e.g. "
+                f"hex(value)"
+            )
+            raise RecordError(msg, fact=where.split("[", 1)[0])
         return int(value)
     if isinstance(value, float):
         return _float(float(value))
+    if depth >= MAX_NESTING and isinstance(value, Mapping | list | tuple | set | frozenset):
+        fact = where.split("[", 1)[0]
+        msg = (
+            f"{fact} holds lists or dicts nested more than {MAX_NESTING} levels deep (or one "
+            f"that contains itself), which a decision record cannot hold; flatten it in the "
+            f"part"
+        )
+        raise RecordError(msg, fact=fact)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -72,23 +102,23 @@ def to_record_value(value: Any, where: str) -> Any:
                     msg,
                     fact=where.split("[", 1)[0],
                 )
-            out[k] = to_record_value(v, f"{where}[{k!r}]")
+            out[k] = _convert(v, f"{where}[{k!r}]", depth + 1)
         return out
     if isinstance(value, list | tuple):
-        return [to_record_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_convert(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, set | frozenset):
-        items = [to_record_value(v, f"{where}{{...}}") for v in value]
+        items = [_convert(v, f"{where}{{...}}", depth + 1) for v in value]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(value, enum.Enum):
-        return to_record_value(value.value, where)
+        return _convert(value.value, where, depth)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, decimal.Decimal | uuid.UUID):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_record_value(dataclasses.asdict(value), where)
+        return _convert(dataclasses.asdict(value), where, depth)
     if attrs.has(type(value)):
-        return to_record_value(attrs.asdict(value, recurse=False), where)
+        return _convert(attrs.asdict(value, recurse=False), where, depth)
     msg = (
         f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which a decision "
         f"record cannot hold; return JSON data (str, int, float, bool, None, list, dict), a "

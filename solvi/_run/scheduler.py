@@ -20,6 +20,7 @@ from solvi._run.steps import Cause, Drive, Node, Program, cause_of, waiting_coun
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
+from solvi.record import HUGE_INT as HUGE
 from solvi.record import PLAIN_TYPES as _PLAIN
 from solvi.record import json_problem
 
@@ -290,7 +291,9 @@ class Run:
     def fast_ok(self, node: Node, start: float, end: float, value: Any) -> None:
         """Record a fast-path call that returned (the sequential driver inlines the case
         of a plain value of a node that is not a check)."""
-        if type(value) not in _PLAIN and not node.is_check:
+        if (
+            type(value) not in _PLAIN or (type(value) is int and not -HUGE < value < HUGE)
+        ) and not node.is_check:
             problem = json_problem(value, node.fact)
             if problem is not None:
                 cause = Cause("error", node.first_part, node.fact, problem)
@@ -347,7 +350,11 @@ class Run:
     ) -> bool:
         """Note one call of the node's `tried`-th producer; True when the node is done."""
         part = node.parts[tried]
-        if cause is None and type(value) not in _PLAIN and not node.is_check:
+        if (
+            cause is None
+            and (type(value) not in _PLAIN or (type(value) is int and not -HUGE < value < HUGE))
+            and not node.is_check
+        ):
             problem = json_problem(value, node.fact)
             if problem is not None:
                 cause = Cause("error", part.name, node.fact, problem)

@@ -28,7 +28,7 @@ from solvi._run.steps import (
     effective_timeout,
 )
 from solvi.catalog import Part
-from solvi.record import PLAIN_TYPES
+from solvi.record import HUGE_INT, PLAIN_TYPES
 
 __all__ = [
     "Caller",
@@ -140,7 +140,11 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
         end = perf_counter()
         if told:
             run.called(nodes[index], 0, start, end, value, None)
-        elif as_is and type(value) in PLAIN_TYPES:
+        elif (
+            as_is
+            and type(value) in PLAIN_TYPES
+            and (type(value) is not int or -HUGE_INT < value < HUGE_INT)
+        ):
             record((index, part, fact, start, end, "ok", None))
             vals[fact] = value
             status[index] = OK

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from solvi import Catalog, RecordError, System
@@ -153,3 +154,62 @@ def test_show_prints_answers_steps_and_skips(claims: System) -> None:
     assert "approve     forced     false     hard check policy_in_force failed" in text
     assert "points" in text
     assert "skipped" in text
+
+
+def _contains_itself() -> list[object]:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (10**5000, "thing is an integer of 16,610 bits; a record holds integers of up to 4,000"),
+        (_contains_itself(), "thing holds lists or dicts nested more than 200 levels deep"),
+        (_nested(5_000), "thing holds lists or dicts nested more than 200 levels deep"),
+    ],
+    ids=["huge int", "contains itself", "nested 5000 deep"],
+)
+@pytest.mark.parametrize("journal", [False, True])
+def test_a_value_too_big_or_deep_for_json_is_a_safeguard_with_or_without_a_journal(
+    value: object, problem: str, journal: bool, tmp_path: Path
+) -> None:
+    """An int Python cannot write as text, and lists nested past any reader's limit (or
+    containing themselves), fail their step like any value with no JSON form: the
+    request answers, the same way whether a journal records it or not."""
+    cat = Catalog("limits")
+
+    @cat.fn
+    def thing(x: int) -> object:
+        return value
+
+    @cat.rule
+    def answer(thing: object) -> bool:
+        return True
+
+    options = {"journal": tmp_path / "journal"} if journal else {}
+    system = System(cat, **options)
+    try:
+        for res in (system.ask({"x": 1}), anyio.run(system.aask, {"x": 2})):
+            assert res["answer"].status == "abstained"
+            (guard,) = res.safeguards
+            assert guard.message.startswith(f"returned a value with no JSON form: {problem}")
+            assert len(res.hash) == 64
+        if journal:
+            assert system.journal_status() == []
+    finally:
+        system.close()
+
+
+def test_a_request_value_too_big_for_json_is_refused_at_ask() -> None:
+    system = _system({"handle": 1})
+    with pytest.raises(RecordError, match="integer of 16,610 bits"):
+        system.ask({"x": 10**5000})
