@@ -16,6 +16,7 @@ as a `RuntimeWarning` and never fails the request.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -116,7 +117,7 @@ class HookTable:
         own hooks), or None when there are none (nothing to pay).
 
         Raises:
-            TypeError: a hook has none of the four methods.
+            TypeError: a hook has none of the four methods, or an async one.
         """
         table: dict[str, list[Callable[[Any], None]]] = {
             name: [] if base is None else list(getattr(base, name)) for name in _METHODS
@@ -130,7 +131,15 @@ class HookTable:
                 )
                 raise TypeError(msg)
             for name in found:
-                table[name].append(_guarded(getattr(hook, name), hook, name))
+                method = getattr(hook, name)
+                if inspect.iscoroutinefunction(method):
+                    msg = (
+                        f"hook {hook!r} has an async {name}; hooks are called as the request "
+                        f"runs, never awaited, so make it a plain def (and hand any slow work "
+                        f"to a queue or a task of your own)"
+                    )
+                    raise TypeError(msg)
+                table[name].append(_guarded(method, hook, name))
         if not any(table.values()):
             return None
         return cls(**{name: tuple(calls) for name, calls in table.items()})

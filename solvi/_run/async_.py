@@ -29,10 +29,12 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import (
     Node,
+    PartRaised,
     PartTimeout,
     Program,
     await_part,
     call_in_thread,
+    cancelled_by_caller,
     cause_of,
     effective_timeout,
     fast_call,
@@ -103,7 +105,9 @@ async def _outcome(
         if _inline_sync(part):
             return part.func(*args), None
         return await call_part(part, args, effective_timeout(part, run.timeout), limiter), None
-    except anyio.get_cancelled_exc_class():
+    except anyio.get_cancelled_exc_class() as exc:
+        if not cancelled_by_caller(exc):
+            return None, cause_of(exc, part.name, node.fact)
         if run.hooks is not None:
             tried = node.parts.index(part)
             run.step_ended(node, tried, start, perf_counter(), "cancelled", "cancelled")
@@ -254,11 +258,13 @@ class _Driver:
                                 value = await value
                         except Exception as exc:
                             run.fast_failed(node, start, exc)
-                        except self.cancelled:
-                            if hooks is not None:
-                                end = perf_counter()
-                                run.step_ended(node, 0, start, end, "cancelled", "cancelled")
-                            raise
+                        except self.cancelled as exc:
+                            if cancelled_by_caller(exc):
+                                if hooks is not None:
+                                    end = perf_counter()
+                                    run.step_ended(node, 0, start, end, "cancelled", "cancelled")
+                                raise
+                            run.fast_failed(node, start, PartRaised(exc))
                         else:
                             if run.journal is None and hooks is None:
                                 run.fast_ok(node, start, perf_counter(), value)

@@ -399,13 +399,25 @@ async def await_part(func: Callable[..., Any], args: tuple[Any, ...], seconds: f
 
 
 class PartRaised(Exception):
-    """Carries what a part raised in a worker thread when it cannot reach the event
-    loop as itself: a StopIteration would turn into a RuntimeError on its way out of
-    a coroutine. `cause_of` records the part's own exception."""
+    """Carries what a part raised that cannot travel as itself: a StopIteration from a
+    worker thread would turn into a RuntimeError on its way out of a coroutine, and a
+    CancelledError of the part's own would pass for a cancellation. `cause_of` records
+    the part's own exception."""
 
     def __init__(self, raised: BaseException) -> None:
         super().__init__(str(raised))
         self.raised = raised
+
+
+def cancelled_by_caller(exc: BaseException) -> bool:
+    """Whether a cancellation out of a part is its task's (its request, or the request's
+    caller, was cancelled), not a CancelledError the part raised by itself (it awaited a
+    future that something else cancelled), which is the part's error. Only asyncio lets
+    a part raise one; trio's comes from a cancel scope only."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return True
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def call_in_thread(func: Callable[..., Any], *args: Any) -> Any:
@@ -416,10 +428,19 @@ def call_in_thread(func: Callable[..., Any], *args: Any) -> Any:
         raise PartRaised(exc) from None
 
 
+def _run_part_loop(func: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
+    """Run an async part on an event loop of its own (nothing else can cancel it there,
+    so a CancelledError out of it is its own error, see PartRaised)."""
+    try:
+        return anyio.run(await_part, func, args, timeout)
+    except asyncio.CancelledError as exc:
+        raise PartRaised(exc) from None
+
+
 def call_sync(part: Part, args: tuple[Any, ...], timeout: float | None) -> Any:
     """Call a part from sync code; raise PartTimeout when it runs past `timeout`."""
     if part.is_async:
-        run = partial(anyio.run, await_part, part.func, args, timeout)
+        run = partial(_run_part_loop, part.func, args, timeout)
         if in_event_loop():
             return _run_in_daemon_thread(run, None)
         return run()

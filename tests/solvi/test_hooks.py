@@ -182,6 +182,17 @@ def test_an_object_with_no_hook_method_is_refused() -> None:
         System(_catalog(), QUESTIONS, hooks=[object()])
 
 
+def test_a_hook_with_an_async_method_is_refused() -> None:
+    """Hooks are called, never awaited: an async method would never run."""
+
+    class Exporter:
+        async def step_finished(self, event: StepEvent) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="has an async step_finished; hooks are called"):
+        System(_catalog(), QUESTIONS, hooks=[Exporter()])
+
+
 def test_without_hooks_there_is_no_table() -> None:
     """No hooks, no dispatch table: the drivers have nothing to call."""
     assert HookTable.build([]) is None

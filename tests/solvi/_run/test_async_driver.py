@@ -3,6 +3,7 @@ cancellation and identical records."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -471,4 +472,32 @@ def test_a_timeout_error_a_part_raises_itself_is_its_error_not_a_timeout() -> No
             "history": ("error", "TimeoutError: archive did not answer"),
             "ledger": ("error", "StopIteration: "),
         }
+    assert asked.hash == awaited.hash
+
+
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_a_cancelled_error_a_part_raises_by_itself_is_its_error(timeout: float | None) -> None:
+    """A part that awaits a future something else cancelled raises CancelledError though
+    nobody cancelled its request: that is the part's error, recorded as such by `ask`
+    and `aask` alike (on the fast path and, with a timeout, the general one)."""
+    cat = Catalog("own_cancel")
+
+    @cat.fn(timeout=timeout)
+    async def remote(x: int) -> int:
+        inner: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        inner.cancel()  # as a client library's inner call may be
+        return await inner
+
+    @cat.rule
+    def approve(remote: int) -> bool:
+        return True
+
+    system = System(cat, [Question("approve", forced=False)])
+    asked = system.ask({"x": 1})
+    awaited = asyncio.run(system.aask({"x": 1}))
+    for res in (asked, awaited):
+        assert [(s.part, s.outcome, s.message) for s in res.trace.steps] == [
+            ("remote", "error", "CancelledError: ")
+        ]
+        assert res["approve"].status == "abstained"
     assert asked.hash == awaited.hash
