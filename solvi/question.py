@@ -68,6 +68,12 @@ def _optional_names(value: str | Iterable[str] | None) -> tuple[str, ...] | None
     return None if value is None else _names(value)
 
 
+def _check_name(value: object) -> None:
+    if not isinstance(value, str):
+        msg = f"a Question's name must be a string (its rule's name), got {value!r}"
+        raise TypeError(msg)
+
+
 @attrs.frozen
 class Question:
     """A named question a System answers.
@@ -82,7 +88,7 @@ class Question:
             fails (status ``"forced"``); without it the question abstains.
     """
 
-    name: str
+    name: str = attrs.field(validator=lambda _, __, v: _check_name(v))
     rule: str | None = None
     uses: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_names)
     requires: tuple[str, ...] = attrs.field(default=(), converter=_names)

@@ -15,7 +15,7 @@ import attrs
 from solvi.costs import MeasuredCosts
 from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
 
-__all__ = ["Setting", "Settings", "check_positive"]
+__all__ = ["Setting", "Settings", "check_flag", "check_names", "check_positive"]
 
 T = TypeVar("T")
 
@@ -23,10 +23,36 @@ T = TypeVar("T")
 def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
     """Raise ValueError naming `name` unless `value` is a positive number (whole with `integer`)."""
     kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # NaN too
         expected = "a positive whole number" if integer else "a positive number"
         msg = f"{name} must be {expected}, got {value!r}"
         raise ValueError(msg)
+
+
+def check_flag(name: str, value: object) -> None:
+    """Raise TypeError naming `name` unless `value` is True or False (a string such as
+    "no" would otherwise count as true)."""
+    if not isinstance(value, bool):
+        msg = f"{name} must be True or False, got {value!r}"
+        raise TypeError(msg)
+
+
+def check_names(name: str, value: object) -> list[str]:
+    """The names in `value`, an iterable of strings; raise TypeError naming `name` for a
+    lone string (which would be read letter by letter) or anything else."""
+    if isinstance(value, str):
+        msg = f"{name} must be a list of names, got the string {value!r}; write [{value!r}]"
+        raise TypeError(msg)
+    try:
+        names: list[object] = list(value)  # type: ignore[call-overload]  # checked here
+    except TypeError:
+        msg = f"{name} must be a list of names, got {type(value).__name__}"
+        raise TypeError(msg) from None
+    for item in names:
+        if not isinstance(item, str):
+            msg = f"{name} must hold names (strings), got {item!r}"
+            raise TypeError(msg)
+    return names  # type: ignore[return-value]  # every item is a str, checked above
 
 
 class Setting(Generic[T]):
@@ -110,6 +136,14 @@ class Settings:
         Raises:
             ValueError: an option has a wrong value, or two options do not go together.
         """
+        check_flag("early_exit", early_exit)
+        check_flag("learn", learn)
+        if strategist is not None and not callable(getattr(strategist, "plan", None)):
+            msg = (
+                f"strategist must be a solvi.Strategist (an object with a plan method), got "
+                f'{strategist!r}; for cost-based planning pass producers="equivalent"'
+            )
+            raise TypeError(msg)
         check_positive("workers", workers, integer=True)
         check_positive("threads", threads, integer=True)
         check_positive("max_flows", max_flows, integer=True)

@@ -30,7 +30,7 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
-from solvi._run.uncancelled import in_thread_to_the_end, to_the_end
+from solvi._uncancelled import in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
@@ -45,7 +45,7 @@ from solvi.question import Question, check_questions
 from solvi.record import HUGE_INT, PLAIN_TYPES
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
-from solvi.settings import Setting, Settings, check_positive
+from solvi.settings import Setting, Settings, check_flag, check_names, check_positive
 from solvi.storage import Store, open_store
 from solvi.strategy import Strategist
 
@@ -58,6 +58,15 @@ ORDER_BLOB = "order_model"
 
 #: at most this many request hook tables are kept (see `System._table_with`)
 MAX_REQUEST_TABLES = 64
+
+
+def _as_question(question: object) -> Question:
+    if isinstance(question, Question):
+        return question
+    if isinstance(question, str):
+        return Question(question)
+    msg = f"questions must be Question objects or names, got {question!r}"
+    raise TypeError(msg)
 
 
 def _new_request_id() -> str:
@@ -171,9 +180,13 @@ class System:
         self._parts = catalog.parts
         if questions is None:
             questions = [Question(p.name) for p in self._parts if p.kind == "rule"]
-        self.questions: tuple[Question, ...] = tuple(
-            Question(q) if isinstance(q, str) else q for q in questions
-        )
+        elif isinstance(questions, str | Question):
+            msg = (
+                f"questions must be a list, got {questions!r}; write [{questions!r}] for one "
+                f"question"
+            )
+            raise TypeError(msg)
+        self.questions: tuple[Question, ...] = tuple(map(_as_question, questions))
         check_questions(catalog, self.questions)
         conflicts = type_conflicts(self._parts)
         if conflicts:
@@ -189,7 +202,7 @@ class System:
         for message in ungoverning_checks(self._parts, self.questions):
             warnings.warn(message, SolviWarning, stacklevel=2)
         #: what a request may not set (hard checks, and the facts they read)
-        self.guard = RequestGuard.of(catalog, overrides)
+        self.guard = RequestGuard.of(catalog, check_names("overrides", overrides))
         self._text = extract.TextReader.of(catalog)  # its extracts and aliases, for ask_text
         self.order_model = OrderModel()
         self.logger = logger
@@ -265,7 +278,7 @@ class System:
 
         Under measured costs this is the flow of the current producer choice.
         """
-        return self.planner.plan(keys)
+        return self.planner.plan(check_names("plan's keys", keys))
 
     def _order_policy(self, order: Any) -> OrderPolicy | None:
         return order_policy(order, self.settings.order, self.order_model)
@@ -472,6 +485,10 @@ class System:
         """
         if not isinstance(state, dict):
             state = self._as_state(state)
+        if early_exit is not None:
+            check_flag("early_exit", early_exit)
+        if timeout is not None:
+            check_positive("timeout", timeout)
         program, prices = self.planner.program_for(state)
         for key, value in state.items():
             if type(value) not in PLAIN_TYPES or (

@@ -1,4 +1,4 @@
-"""Waits that native asyncio cancellation cannot cut short (`solvi._run.uncancelled`)."""
+"""Waits that native asyncio cancellation cannot cut short (`solvi._uncancelled`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import anyio
 import pytest
 
-from solvi._run.uncancelled import in_thread_to_the_end
+from solvi._uncancelled import in_thread_to_the_end
 
 
 def test_the_work_runs_once_to_its_end_through_two_task_cancels() -> None:
