@@ -104,6 +104,7 @@ def solve_parity(
         algorithm: one of ``ALGORITHMS``.
 
     Raises:
+        TypeError: when ``limits`` is not a ``Limits``.
         SolverChoiceError: when ``algorithm`` is not one of ``ALGORITHMS``.
         ParityUnsolved: when the game has more vertices than ``limits.max_game_vertices``,
             Zielonka nests deeper than ``limits.max_parity_depth``, or a budget is spent; the
@@ -114,7 +115,11 @@ def solve_parity(
     if algorithm not in ALGORITHMS:
         msg = f"no parity algorithm named {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}"
         raise SolverChoiceError(msg)
-    limits = limits or Limits()
+    if limits is None:
+        limits = Limits()
+    elif not isinstance(limits, Limits):
+        msg = f"limits must be a Limits or None, got {type(limits).__name__}"
+        raise TypeError(msg)
     n = len(game)
     if limits.max_game_vertices is not None and n > limits.max_game_vertices:
         msg = f"{n} vertices exceed limit {limits.max_game_vertices}"

@@ -294,3 +294,9 @@ def test_unknown_algorithm_names_the_choices() -> None:
     """An unknown algorithm raises SolverChoiceError listing the ones there are."""
     with pytest.raises(SolverChoiceError, match="choose one of: auto, zielonka, promotion"):
         solve_parity(_chain(2), algorithm="strategy-improvement")
+
+
+def test_limits_of_the_wrong_type_are_refused() -> None:
+    """A number where a Limits belongs is a TypeError, not an AttributeError inside."""
+    with pytest.raises(TypeError, match="limits must be a Limits or None, got int"):
+        solve_parity(_chain(2), 5)  # type: ignore[arg-type]
