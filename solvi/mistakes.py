@@ -122,7 +122,8 @@ def key_typos(parts: Sequence[Part]) -> list[str]:
     keys = request_keys(flow_parts)
     found = []
     for key in keys:
-        hint = _closest(key, [*produced, *(k for k in keys if k != key)], cutoff=0.8)
+        others = [n for n in [*produced, *keys] if n != key and not _compound(key, n)]
+        hint = _closest(key, others, cutoff=0.8)
         if hint:
             readers = ", ".join(_readers(flow_parts, key))
             found.append(
@@ -131,6 +132,16 @@ def key_typos(parts: Sequence[Part]) -> list[str]:
                 f"System(..., inputs=[...]) so a misspelling fails when the System is built"
             )
     return found
+
+
+def _compound(a: str, b: str) -> bool:
+    """Whether one name is the other with words added (`policy_id` and `policy`): the
+    way a request names what a part looks up, not a misspelling."""
+    short, long = sorted((a.split("_"), b.split("_")), key=len)
+    size = len(short)
+    return size < len(long) and any(
+        long[i : i + size] == short for i in range(len(long) - size + 1)
+    )
 
 
 # -- type hints --------------------------------------------------------------------

@@ -99,6 +99,27 @@ def test_a_key_that_looks_like_a_fact_is_reported() -> None:
     ]
 
 
+def test_a_key_that_names_what_a_part_looks_up_is_no_typo() -> None:
+    """`policy_id` read to fetch `policy` is a name with a word added, not a misspelling;
+    `claim_amounts` beside `claim_amount` still looks like one."""
+    cat = Catalog("lookups")
+
+    @cat.fn
+    def policy(policy_id: str) -> dict[str, bool]:
+        return {"active": True}
+
+    @cat.fn
+    def claim_amount(claim_amounts: list[int]) -> int:
+        return sum(claim_amounts)
+
+    @cat.rule
+    def approve(policy: dict[str, bool], claim_amount: int) -> bool:
+        return policy["active"] and claim_amount < 1_000
+
+    (warning,) = key_typos(cat.parts)
+    assert warning.startswith("request key 'claim_amounts', read by claim_amount, looks like")
+
+
 def test_annotations_that_cannot_match_are_a_plan_error() -> None:
     """A str producer read as an int names both parts and both types."""
     cat = Catalog("types")
