@@ -44,6 +44,7 @@ from grounded_decision.statechart.parity import (
 )
 from grounded_decision.statechart.pgsolver import (
     read_pgsolver,
+    read_pgsolver_with_ids,
     read_solution,
     write_pgsolver,
     write_solution,
@@ -87,6 +88,7 @@ __all__ = [
     "min_mean_payoff",
     "nonnegative_mean",
     "read_pgsolver",
+    "read_pgsolver_with_ids",
     "read_solution",
     "solve_mean_payoff",
     "solve_parity",
