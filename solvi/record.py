@@ -20,6 +20,7 @@ from solvi.errors import RecordError
 __all__ = [
     "HUGE_INT",
     "MAX_NESTING",
+    "NEGATIVE_HUGE_INT",
     "NO_JSON_FORM",
     "PLAIN_TYPES",
     "canonical_json",
@@ -38,6 +39,8 @@ PLAIN_TYPES: Final = frozenset({int, float, str, bool, type(None)})
 #: ints a record holds lie strictly between -HUGE_INT and HUGE_INT: Python writes no
 #: int of more digits than `sys.get_int_max_str_digits()` (4,300 by default) as text
 HUGE_INT: Final = 10**4000
+#: its negative, made once: negating it on every check would copy it each time
+NEGATIVE_HUGE_INT: Final = -HUGE_INT
 
 #: lists and dicts nested deeper than this in a value (or a value that contains
 #: itself) have no JSON form: encoders and readers stop at Python's recursion limit
@@ -72,7 +75,7 @@ def _convert(value: Any, where: str, depth: int) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
-        if not -HUGE_INT < value < HUGE_INT:
+        if not NEGATIVE_HUGE_INT < value < HUGE_INT:
             msg = (
                 f"{where} is an integer of {value.bit_length():,} bits; a record holds "
                 f"integers of up to 4,000 digits, so return a larger one as a string, e.g. "

@@ -42,7 +42,7 @@ from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverni
 from solvi.order import OrderModel, OrderPolicy
 from solvi.planning import Planner
 from solvi.question import Question, check_questions
-from solvi.record import HUGE_INT, PLAIN_TYPES
+from solvi.record import HUGE_INT, NEGATIVE_HUGE_INT, PLAIN_TYPES
 from solvi.replay import ReplayResult, replay
 from solvi.response import Response
 from solvi.settings import Setting, Settings, check_flag, check_names, check_positive
@@ -492,7 +492,7 @@ class System:
         program, prices = self.planner.program_for(state)
         for key, value in state.items():
             if type(value) not in PLAIN_TYPES or (
-                type(value) is int and not -HUGE_INT < value < HUGE_INT
+                type(value) is int and not NEGATIVE_HUGE_INT < value < HUGE_INT
             ):
                 check_request_value(key, value)
         settings = self.settings  # read once: this runs on every request

@@ -21,6 +21,7 @@ from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
 from solvi.record import HUGE_INT as HUGE
+from solvi.record import NEGATIVE_HUGE_INT as LOW
 from solvi.record import PLAIN_TYPES as _PLAIN
 from solvi.record import json_problem
 
@@ -292,7 +293,7 @@ class Run:
         """Record a fast-path call that returned (the sequential driver inlines the case
         of a plain value of a node that is not a check)."""
         if (
-            type(value) not in _PLAIN or (type(value) is int and not -HUGE < value < HUGE)
+            type(value) not in _PLAIN or (type(value) is int and not LOW < value < HUGE)
         ) and not node.is_check:
             problem = json_problem(value, node.fact)
             if problem is not None:
@@ -352,7 +353,7 @@ class Run:
         part = node.parts[tried]
         if (
             cause is None
-            and (type(value) not in _PLAIN or (type(value) is int and not -HUGE < value < HUGE))
+            and (type(value) not in _PLAIN or (type(value) is int and not LOW < value < HUGE))
             and not node.is_check
         ):
             problem = json_problem(value, node.fact)

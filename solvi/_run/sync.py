@@ -28,7 +28,7 @@ from solvi._run.steps import (
     effective_timeout,
 )
 from solvi.catalog import Part
-from solvi.record import HUGE_INT, PLAIN_TYPES
+from solvi.record import HUGE_INT, NEGATIVE_HUGE_INT, PLAIN_TYPES
 
 __all__ = [
     "Caller",
@@ -109,6 +109,7 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
     status = run.status
     record = run.attempts.append
     causes = run.causes  # the same dict all along: a failure adds to it
+    plain, low, high = PLAIN_TYPES, NEGATIVE_HUGE_INT, HUGE_INT
     start = perf_counter()
     for index in indices:
         row = rows[index]
@@ -140,11 +141,7 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
         end = perf_counter()
         if told:
             run.called(nodes[index], 0, start, end, value, None)
-        elif (
-            as_is
-            and type(value) in PLAIN_TYPES
-            and (type(value) is not int or -HUGE_INT < value < HUGE_INT)
-        ):
+        elif as_is and type(value) in plain and (type(value) is not int or low < value < high):
             record((index, part, fact, start, end, "ok", None))
             vals[fact] = value
             status[index] = OK
