@@ -293,7 +293,7 @@ class Run:
         """Record a fast-path call that returned (the sequential driver inlines the case
         of a plain value of a node that is not a check)."""
         if (
-            type(value) not in _PLAIN or (type(value) is int and not LOW < value < HUGE)
+            (kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE)
         ) and not node.is_check:
             problem = json_problem(value, node.fact)
             if problem is not None:
@@ -353,7 +353,7 @@ class Run:
         part = node.parts[tried]
         if (
             cause is None
-            and (type(value) not in _PLAIN or (type(value) is int and not LOW < value < HUGE))
+            and ((kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE))
             and not node.is_check
         ):
             problem = json_problem(value, node.fact)

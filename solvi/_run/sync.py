@@ -109,7 +109,7 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
     status = run.status
     record = run.attempts.append
     causes = run.causes  # the same dict all along: a failure adds to it
-    plain, low, high = PLAIN_TYPES, NEGATIVE_HUGE_INT, HUGE_INT
+    plain, low, high = PLAIN_TYPES - {int}, NEGATIVE_HUGE_INT, HUGE_INT
     start = perf_counter()
     for index in indices:
         row = rows[index]
@@ -141,7 +141,9 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
         end = perf_counter()
         if told:
             run.called(nodes[index], 0, start, end, value, None)
-        elif as_is and type(value) in plain and (type(value) is not int or low < value < high):
+        # One type() call, as this runs on every step: a plain value, or an int a
+        # record can hold.
+        elif as_is and (((kind := type(value)) is int and low < value < high) or kind in plain):
             record((index, part, fact, start, end, "ok", None))
             vals[fact] = value
             status[index] = OK
