@@ -85,6 +85,10 @@ def _told_start(run: Run, node: Node, start: float) -> bool:
     return True
 
 
+#: the plain types but int, whose values a record holds only below HUGE_INT
+_PLAIN_BUT_INT = PLAIN_TYPES - {int}
+
+
 def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> None:
     """Run `indices` one after another, in flow order.
 
@@ -109,7 +113,7 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
     status = run.status
     record = run.attempts.append
     causes = run.causes  # the same dict all along: a failure adds to it
-    plain, low, high = PLAIN_TYPES - {int}, NEGATIVE_HUGE_INT, HUGE_INT
+    plain, low, high = _PLAIN_BUT_INT, NEGATIVE_HUGE_INT, HUGE_INT
     start = perf_counter()
     for index in indices:
         row = rows[index]
