@@ -7,8 +7,8 @@ successor (a core vertex's successors are never peeled, since the core vertex ke
 reachable), so the core is a game of its own. On random games with out-degree 1 or 2 about
 two fifths of the vertices peel off.
 
-Every solver takes the core as a list of vertices of the whole game and skips the peeled
-predecessors.
+The Zielonka and tangle solvers take the core as a list of vertices of the whole game (they
+skip the peeled predecessors); priority promotion takes it renumbered (``restrict``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ["Peeling", "decide_peeled", "peel"]
+__all__ = ["Peeling", "decide_peeled", "peel", "restrict"]
 
 
 @attrs.frozen
@@ -56,6 +56,26 @@ def peel(successors: Sequence[Sequence[int]], predecessors: Sequence[Sequence[in
         indegree[v] = -1
     core = [v for v, count in enumerate(indegree) if count >= 0]
     return Peeling(core=core, peeled=peeled, work=work + n)
+
+
+def restrict(
+    peeling: Peeling,
+    successors: Sequence[Sequence[int]],
+    predecessors: Sequence[Sequence[int]],
+) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """The core's successors and predecessors, renumbered ``0..len(core)-1`` in core order."""
+    local = [-1] * len(successors)
+    for i, v in enumerate(peeling.core):
+        local[v] = i
+    at = local.__getitem__
+    succ = [tuple(map(at, successors[v])) for v in peeling.core]
+    pred = []
+    for v in peeling.core:
+        before = tuple(map(at, predecessors[v]))
+        if -1 in before:
+            before = tuple(u for u in before if u >= 0)
+        pred.append(before)
+    return succ, pred
 
 
 def decide_peeled(

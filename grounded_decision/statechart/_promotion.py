@@ -48,15 +48,12 @@ def promotion_steps(
     priority: Sequence[int],
     *,
     budget: Budget,
-    vertices: Sequence[int] | None = None,
 ) -> Generator[None, None, tuple[list[int], list[int]]]:
     """Solve a step at a time, pausing before each region is looked at.
 
     The generator returns ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where
-    the owner loses. ``priority`` must be dense (``0..d-1``) over the vertices solved, as
-    ``compress_priorities`` makes it. With ``vertices`` only those are solved (a subgame:
-    each has a successor among them; the answer elsewhere is -1), the others being treated
-    as solved.
+    the owner loses. ``priority`` must be dense (``0..d-1``), as ``compress_priorities``
+    makes it.
 
     Raises:
         ParityUnsolved: when the budget is spent.
@@ -64,19 +61,14 @@ def promotion_steps(
     n = len(priority)
     winner = [-1] * n
     strategy = [-1] * n
-    every = range(n) if vertices is None else vertices
-    if not every:
+    if n == 0:
         return winner, strategy
-    top_value = max(map(priority.__getitem__, every))
+    top_value = max(priority)
     bucket: list[list[int]] = [[] for _ in range(top_value + 1)]
-    for v in every:
+    for v in range(n):
         bucket[priority[v]].append(v)
-    free = [len(members) for members in bucket]
+    free = [len(vertices) for vertices in bucket]
     rid = [_FREE] * n
-    if vertices is not None:
-        rid = [_SOLVED] * n
-        for v in vertices:
-            rid[v] = _FREE
     level_of: list[int] = []
     joined = [0] * n
     done = [0] * n
@@ -84,7 +76,7 @@ def promotion_steps(
     count = [0] * n
     stamp = 0
     regions: list[_Region] = []
-    unsolved = len(every)
+    unsolved = n
     remaining = [len(vertices) for vertices in bucket]
 
     def grow(into: _Region, seeds: list[int], candidates: list[int]) -> None:
@@ -292,7 +284,7 @@ def promotion_steps(
         current = big
         p = escape
         grow(current, [], released)
-    for v in every:
+    for v in range(n):
         if owner[v] != winner[v]:
             strategy[v] = -1
     return winner, strategy

@@ -16,7 +16,7 @@ import attrs
 
 from grounded_decision.errors import ParityUnsolved, SolverChoiceError
 from grounded_decision.statechart._parity_core import Budget, compress_priorities
-from grounded_decision.statechart._peel import Peeling, decide_peeled, peel
+from grounded_decision.statechart._peel import Peeling, decide_peeled, peel, restrict
 from grounded_decision.statechart._promotion import promotion_steps
 from grounded_decision.statechart._rtl import RecursiveTangleSolver, solve_recursive_tangles
 from grounded_decision.statechart._tangle import solve_tangles
@@ -249,16 +249,23 @@ def _finish(steps: Generator[None, None, Answer]) -> Answer:
 
 
 def _promote(game: GameGraph, peeling: Peeling, budget: Budget) -> Generator[None, None, Answer]:
-    """Priority promotion on the core, with the core's priorities made dense, a step at a time."""
+    """Priority promotion on the core, renumbered densely as it needs, a step at a time."""
     yield
     core = peeling.core
-    priority = [0] * len(game)
-    for v, value in zip(core, compress_priorities([game.priority[v] for v in core]), strict=True):
-        priority[v] = value
-    answer: Answer = yield from promotion_steps(
-        game.successors, game.predecessors, game.owner, priority, budget=budget, vertices=core
+    successors, predecessors = restrict(peeling, game.successors, game.predecessors)
+    owner = [game.owner[v] for v in core]
+    priority = compress_priorities([game.priority[v] for v in core])
+    found, picks = yield from promotion_steps(
+        successors, predecessors, owner, priority, budget=budget
     )
-    return answer
+    n = len(game)
+    winner = [0] * n
+    strategy = [-1] * n
+    for v, side, pick in zip(core, found, picks, strict=True):
+        winner[v] = side
+        if pick >= 0:
+            strategy[v] = core[pick]
+    return winner, strategy
 
 
 class _Share(Budget):
