@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,7 +18,7 @@ from solvi import Catalog, RecordError, System
 from solvi.record import to_record_value
 
 
-def _system(value: object) -> System:
+def _system(value: object, **options: Any) -> System:
     cat = Catalog("values")
 
     @cat.fn
@@ -28,7 +29,7 @@ def _system(value: object) -> System:
     def answer(thing: object) -> bool:
         return True
 
-    return System(cat)
+    return System(cat, **options)
 
 
 def test_record_is_json_and_its_hash_ignores_timings(claims: System) -> None:
@@ -185,18 +186,8 @@ def test_a_value_too_big_or_deep_for_json_is_a_safeguard_with_or_without_a_journ
     """An int Python cannot write as text, and lists nested past any reader's limit (or
     containing themselves), fail their step like any value with no JSON form: the
     request answers, the same way whether a journal records it or not."""
-    cat = Catalog("limits")
-
-    @cat.fn
-    def thing(x: int) -> object:
-        return value
-
-    @cat.rule
-    def answer(thing: object) -> bool:
-        return True
-
     options = {"journal": tmp_path / "journal"} if journal else {}
-    system = System(cat, **options)
+    system = _system(value, **options)
     try:
         for res in (system.ask({"x": 1}), anyio.run(system.aask, {"x": 2})):
             assert res["answer"].status == "abstained"
