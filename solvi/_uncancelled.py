@@ -19,7 +19,7 @@ import anyio
 
 from solvi._db.writer import Ticket, finish_ticket
 
-__all__ = ["in_thread_to_the_end", "to_the_end"]
+__all__ = ["in_thread_through", "in_thread_to_the_end", "to_the_end"]
 
 T = TypeVar("T")
 
@@ -28,21 +28,24 @@ async def to_the_end(wait: Callable[[], Awaitable[None]]) -> None:
     """Await `wait()` under a shield until it returns, then raise any cancellation
     that came meanwhile. `wait` must be safe to call again: it waits on work that goes
     on by itself (a writer's ticket, say), so an interrupted wait loses nothing."""
+    caught = await _through(wait)
+    if caught is not None:
+        raise caught
+
+
+async def _through(wait: Callable[[], Awaitable[None]]) -> BaseException | None:
+    """Await `wait()` to its end; return the native cancellation that came meanwhile,
+    if one did. An error of `wait` is raised, as anyio's shield would let it out."""
     cancelled = anyio.get_cancelled_exc_class()
     caught: BaseException | None = None
     while True:
         try:
             with anyio.CancelScope(shield=True):
                 await wait()
-            break
         except cancelled as exc:  # only a native asyncio cancel gets through the shield
             caught = exc
-        except BaseException:
-            if caught is not None:
-                raise caught from None  # the caller's cancellation goes first
-            raise
-    if caught is not None:
-        raise caught
+        else:
+            return caught
 
 
 class _Handoff(Generic[T]):
@@ -83,7 +86,18 @@ async def in_thread_to_the_end(
     """Run blocking `func` in a worker thread exactly once and return its value (or
     raise its error), waiting to its end through any cancellation, which is raised
     after (see `to_the_end`)."""
+    value, caught = await in_thread_through(func, limiter)
+    if caught is not None:
+        raise caught
+    return value
+
+
+async def in_thread_through(
+    func: Callable[[], T], limiter: anyio.CapacityLimiter | None = None
+) -> tuple[T, BaseException | None]:
+    """`in_thread_to_the_end`, returning the cancellation that came meanwhile (or None)
+    beside the value instead of raising it, for a caller that has to act on it first."""
     handoff = _Handoff(func)
-    await to_the_end(lambda: handoff.wait(limiter))
+    caught = await _through(lambda: handoff.wait(limiter))
     handoff.ticket.result()
-    return handoff.value  # type: ignore[no-any-return]  # set by `run` to func's T
+    return handoff.value, caught

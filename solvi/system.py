@@ -30,7 +30,7 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
-from solvi._uncancelled import in_thread_to_the_end, to_the_end
+from solvi._uncancelled import in_thread_through, in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import PlanError, SolviError
@@ -58,6 +58,11 @@ ORDER_BLOB = "order_model"
 
 #: at most this many request hook tables are kept (see `System._table_with`)
 MAX_REQUEST_TABLES = 64
+
+
+def _raise_if(error: BaseException | None) -> None:
+    if error is not None:
+        raise error
 
 
 def _as_question(question: object) -> Question:
@@ -581,10 +586,12 @@ class System:
             TypeError: `state` is not a mapping with string keys.
         """
         loop = current_loop()
+        cancelled_first: BaseException | None = None
         if request_id is not None and self.journal is not None:
-            # Shielded, so that a request cancelled now is still journaled, as cancelled.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._check_new_in_journal, request_id, self.journal)
+            # Seen to its end, so that a request cancelled now is still journaled, as
+            # cancelled (below), and its id refused by `resume` as such.
+            check = functools.partial(self._check_new_in_journal, request_id, self.journal)
+            _, cancelled_first = await in_thread_through(check)
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=False)
         policy = self._order_policy(order)
         if policy is not None and speculate:
@@ -599,6 +606,7 @@ class System:
         if limiter is None:
             limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
         try:
+            _raise_if(cancelled_first)  # a native cancel, during the check above
             await run_async(
                 run,
                 limiter,
