@@ -29,6 +29,14 @@ def _check_observation(obs: Observation) -> None:
     if not isinstance(obs.supports, bool):
         msg = f"observation from {obs.source!r}: supports must be True or False"
         raise EvidenceError(msg)
+    if obs.provenance is not None and (
+        not isinstance(obs.provenance, str) or not obs.provenance.strip()
+    ):
+        msg = (
+            f"observation from {obs.source!r}: provenance must be a non-blank string (a "
+            f"ticket id, a log line, a URL) or None, got {obs.provenance!r}"
+        )
+        raise EvidenceError(msg)
 
 
 @attrs.frozen
@@ -43,7 +51,8 @@ class Observation:
         provenance: where it can be looked up (ticket id, log line, URL), or ``None``.
 
     Raises:
-        EvidenceError: when a field has the wrong type, or ``age_s`` is negative or not finite.
+        EvidenceError: when a field has the wrong type, ``age_s`` is negative or not finite,
+            or ``provenance`` is blank.
     """
 
     source: str
@@ -85,15 +94,60 @@ class Evidence:
         Raises:
             EvidenceError: when ``observations`` is missing or an entry is malformed.
         """
-        raw = data.get("observations")
+        raw = data.get("observations") if isinstance(data, Mapping) else None
         if not isinstance(raw, list):
             msg = "evidence needs an 'observations' list of {source, supports, age_s, provenance}"
             raise EvidenceError(msg)
         try:
-            return cls(tuple(Observation(**item) for item in raw))
+            return cls(tuple(Observation(**_mapping(item)) for item in raw))
         except TypeError as exc:
             msg = f"malformed observation in evidence: {exc}"
             raise EvidenceError(msg) from exc
+
+
+def _mapping(item: object) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        msg = f"an observation must be an object of its fields, got {type(item).__name__}"
+        raise TypeError(msg)
+    return item
+
+
+def _count(name: str) -> Any:
+    def check(_: object, __: object, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"EvidenceRules.{name} must be a whole number >= 0, got {value!r}"
+            raise EvidenceError(msg)
+
+    return check
+
+
+def _check_age(_: object, __: object, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        msg = f"EvidenceRules.max_age_s must be a finite number of seconds >= 0, got {value!r}"
+        raise EvidenceError(msg)
+
+
+def _check_share(_: object, __: object, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        msg = f"EvidenceRules.min_agreement must be a share from 0 to 1, got {value!r}"
+        raise EvidenceError(msg)
+
+
+def _source_names(value: object) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        msg = f"EvidenceRules.known_sources must be a set of names, got the string {value!r}"
+        raise EvidenceError(msg)
+    try:
+        names: frozenset[object] = frozenset(value)  # type: ignore[call-overload]  # checked below
+    except TypeError:
+        msg = f"EvidenceRules.known_sources must be a set of names, got {value!r}"
+        raise EvidenceError(msg) from None
+    if not all(isinstance(n, str) for n in names):
+        msg = f"EvidenceRules.known_sources must hold source names (strings), got {value!r}"
+        raise EvidenceError(msg)
+    return frozenset(n for n in names if isinstance(n, str))
 
 
 @attrs.frozen
@@ -106,10 +160,13 @@ class EvidenceRules:
         min_agreement: smallest share of observations that must support the event
             (``agreement``).
         known_sources: when set, every source must be one of these (``provenance``); every
-            observation must also carry a provenance either way.
+            observation must also carry a provenance either way. Any iterable of names.
+
+    Raises:
+        EvidenceError: when a threshold has the wrong type or lies out of its range.
     """
 
-    min_sources: int = 2
-    max_age_s: float = 900.0
-    min_agreement: float = 0.75
-    known_sources: frozenset[str] | None = None
+    min_sources: int = attrs.field(default=2, validator=_count("min_sources"))
+    max_age_s: float = attrs.field(default=900.0, validator=_check_age)
+    min_agreement: float = attrs.field(default=0.75, validator=_check_share)
+    known_sources: frozenset[str] | None = attrs.field(default=None, converter=_source_names)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import threading
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -46,8 +47,10 @@ class Event:
         entity: which entity it happened to; each entity has its own current state.
     """
 
-    name: str
-    entity: str = "default"
+    name: str = attrs.field(validator=lambda _, __, v: _check_text("Event name", v))
+    entity: str = attrs.field(
+        default="default", validator=lambda _, __, v: _check_text("Event entity", v)
+    )
 
 
 def _freeze_extras(extras: Mapping[str, str]) -> Mapping[str, str]:
@@ -165,6 +168,20 @@ class Decision:
         return cls.from_dict(data)
 
 
+def _check_text(what: str, value: object) -> None:
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {type(value).__name__}: {value!r}"
+        raise TypeError(msg)
+
+
+def _check_type(what: str, value: object, kind: type, hint: str) -> None:
+    if not isinstance(value, kind):
+        name = kind.__name__
+        article = "an" if name[0] in "AEIOU" else "a"
+        msg = f"{what} must be {article} {name}, got {type(value).__name__}; {hint}"
+        raise TypeError(msg)
+
+
 class Module:
     """A policy that decides, per entity, whether to act on what its chart proposes.
 
@@ -203,6 +220,12 @@ class Module:
         expr: Expr | None = None,
         payoff: str = PAYOFF_BEST_CASE,
     ) -> None:
+        _check_text("a Module's name", name)
+        _check_type("chart", chart, Statechart, "build one with Statechart(...) or from_expr")
+        if limits is not None:
+            _check_type("limits", limits, Limits, "pass Limits(...) or None")
+        if rules is not None:
+            _check_type("rules", rules, EvidenceRules, "pass EvidenceRules(...) or None")
         self.name = name
         self.chart = chart.validate()
         self.limits = limits or Limits()
@@ -211,6 +234,9 @@ class Module:
         self.progress: Progress = solve_progress(self.chart, self.limits, payoff=payoff)
         self._policy_channels = (shape_check(self.chart, expr), game_check(self.progress))
         self._states: dict[str, str] = {}
+        #: held while `decide` reads, steps and stores an entity's state, so threads
+        #: sharing the module never lose a step
+        self._lock = threading.Lock()
 
     @classmethod
     def from_expr(
@@ -230,6 +256,9 @@ class Module:
             PolicyCompileError: when the policy would propose two actions at once.
             ValueError: when ``payoff`` is not ``"best-case"`` or ``"two-player"``.
         """
+        if isinstance(expr, str):
+            msg = "from_expr takes a parsed policy: Module.from_expr(name, parse(text))"
+            raise TypeError(msg)
         chart = dfa_to_statechart(compile_policy(expr), name)
         return cls(name, chart, limits, rules=rules, expr=expr, payoff=payoff)
 
@@ -258,8 +287,10 @@ class Module:
         Raises:
             EvidenceError: when ``evidence`` is not an ``Evidence``.
         """
-        decision = self.decide_from(self.state_of(event.entity), event, evidence)
-        self._states[event.entity] = decision.extras["state"]
+        _check_type("event", event, Event, 'build one with Event("name", entity=...)')
+        with self._lock:
+            decision = self.decide_from(self.state_of(event.entity), event, evidence)
+            self._states[event.entity] = decision.extras["state"]
         return decision
 
     def decide_from(self, state: str | None, event: Event, evidence: Evidence) -> Decision:
@@ -285,6 +316,7 @@ class Module:
 
         .. versionadded:: Unreleased
         """
+        _check_type("event", event, Event, 'build one with Event("name", entity=...)')
         if not isinstance(evidence, Evidence):
             msg = (
                 f"decide needs an Evidence, got {type(evidence).__name__};"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+from typing import Any
 
 import pytest
 
@@ -342,3 +345,69 @@ def test_evidence_dict_round_trip() -> None:
     assert Evidence.from_dict(json.loads(json.dumps(evidence.to_dict()))) == evidence
     with pytest.raises(EvidenceError, match="needs an 'observations' list"):
         Evidence.from_dict({})
+
+
+def _chain_chart(length: int) -> Statechart:
+    chart = Statechart("chain").state("s0", initial=True)
+    for i in range(1, length + 1):
+        chart = chart.state(f"s{i}").on(f"s{i - 1}", "next", f"s{i}")
+    return chart.on(f"s{length}", "next", "s0")
+
+
+def test_threads_sharing_a_module_lose_no_step() -> None:
+    """decide reads, steps and stores an entity's state as one: 8 threads of 500 events
+    each move the entity 4,000 steps round a ring of 401 states."""
+    module = Module(name="chain", chart=_chain_chart(400), limits=Limits(None, None, None))
+    evidence = well_corroborated_evidence()
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def send() -> None:
+        for _ in range(500):
+            decision = module.decide(Event("next", entity="E"), evidence)
+            with lock:
+                seen.append(decision.from_state)
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert module.state_of("E") == f"s{4000 % 401}"
+    assert len(seen) == 4000
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: EvidenceRules(known_sources="monitoring"), EvidenceError, "got the string"),
+        (lambda: EvidenceRules(known_sources=[1]), EvidenceError, "hold source names"),
+        (lambda: EvidenceRules(max_age_s=float("nan")), EvidenceError, "max_age_s must be"),
+        (lambda: EvidenceRules(max_age_s=float("inf")), EvidenceError, "max_age_s must be"),
+        (lambda: EvidenceRules(min_sources=-1), EvidenceError, "min_sources must be"),
+        (lambda: EvidenceRules(min_sources="2"), EvidenceError, "min_sources must be"),
+        (lambda: EvidenceRules(min_agreement=-1), EvidenceError, "min_agreement must be"),
+        (lambda: Observation("a", provenance=" "), EvidenceError, "provenance must be"),
+        (lambda: Observation("a", provenance=123), EvidenceError, "provenance must be"),
+        (lambda: Evidence.from_dict([]), EvidenceError, "'observations' list"),
+        (lambda: Evidence.from_dict({"observations": [1]}), EvidenceError, "malformed"),
+        (lambda: Event("x", entity=["x"]), TypeError, "Event entity must be a string"),
+        (lambda: Module("x", "notachart"), TypeError, "chart must be a Statechart"),
+        (lambda: Module("x", _chain_chart(2), {}), TypeError, "limits must be a Limits"),
+        (lambda: Module.from_expr("p", "test(a);act(b)"), TypeError, "parse(text)"),
+        (
+            lambda: two_path_module().decide("go", well_corroborated_evidence()),
+            TypeError,
+            "event must be an Event",
+        ),
+    ],
+)
+def test_wrong_arguments_are_refused_saying_what_to_pass(
+    build: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        build()
+
+
+def test_known_sources_take_any_iterable_of_names() -> None:
+    assert EvidenceRules(known_sources=["a", "b"]).known_sources == frozenset({"a", "b"})
