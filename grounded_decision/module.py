@@ -53,6 +53,44 @@ class Event:
     )
 
 
+#: the record's text fields, and the one of them that may also be null
+_TEXT_FIELDS = ("module", "event", "entity", "from_state", "reason", "proposed_action")
+
+
+def _check_record_fields(data: Mapping[str, Any]) -> None:
+    """Refuse a record whose fields have the wrong types or that contradicts itself."""
+    for key in ("channels", *_TEXT_FIELDS, "verdict", "extras"):
+        if key not in data:
+            msg = f"decision record is missing field {key!r}; pass Decision.to_dict output"
+            raise RecordError(msg)
+    for key in _TEXT_FIELDS:
+        value = data.get(key)
+        if not isinstance(value, str) and not (key == "proposed_action" and value is None):
+            msg = f"decision record field {key!r} must be a string, got {value!r}"
+            raise RecordError(msg)
+    extras, channels = data.get("extras"), data.get("channels")
+    if not isinstance(extras, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in extras.items()
+    ):
+        msg = f"decision record field 'extras' must map names to strings, got {extras!r}"
+        raise RecordError(msg)
+    if not isinstance(channels, list) or not all(isinstance(c, Mapping) for c in channels):
+        msg = "decision record field 'channels' must be a list of the six check reports"
+        raise RecordError(msg)
+    names = tuple(c.get("name") for c in channels)
+    if names != CHECK_NAMES:
+        msg = f"decision record's checks are {names}, not {CHECK_NAMES}"
+        raise RecordError(msg)
+    if any(not isinstance(c.get("passed"), bool) for c in channels):
+        msg = "decision record: each check's 'passed' must be true or false"
+        raise RecordError(msg)
+    if data.get("verdict") == Verdict.ACT.value and (
+        data.get("proposed_action") is None or not all(c["passed"] for c in channels)
+    ):
+        msg = "decision record says act, but a check failed or no action was proposed"
+        raise RecordError(msg)
+
+
 def _freeze_extras(extras: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(extras))
 
@@ -118,8 +156,14 @@ class Decision:
         """Rebuild a record from ``to_dict`` output.
 
         Raises:
-            RecordError: when a field is missing or has the wrong type.
+            RecordError: when a field is missing or has the wrong type, or the record
+                contradicts itself (an ``act`` verdict needs all six checks passed, in
+                ``CHECK_NAMES`` order, and a proposed action).
         """
+        if not isinstance(data, Mapping):
+            msg = f"a decision record is a JSON object, got {type(data).__name__}"
+            raise RecordError(msg)
+        _check_record_fields(data)
         try:
             channels = tuple(
                 Channel(

@@ -411,3 +411,25 @@ def test_wrong_arguments_are_refused_saying_what_to_pass(
 
 def test_known_sources_take_any_iterable_of_names() -> None:
     assert EvidenceRules(known_sources=["a", "b"]).known_sources == frozenset({"a", "b"})
+
+
+def _record_with(**changes: Any) -> str:
+    data = json.loads(two_path_module().decide(Event("routine"), stale_evidence()).to_json())
+    data.update(changes)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_record_with(verdict="act", channels=[]), "decision record's checks are ()"),
+        (_record_with(verdict="act"), "says act, but a check failed"),
+        (_record_with(reason=None), "field 'reason' must be a string"),
+        (_record_with(module=["x"]), "field 'module' must be a string"),
+        (_record_with(extras={"state": 1}), "'extras' must map names to strings"),
+    ],
+)
+def test_forged_or_mistyped_records_are_refused(text: str, message: str) -> None:
+    """A record that contradicts itself or has a field of the wrong type does not load."""
+    with pytest.raises(RecordError, match=re.escape(message)):
+        Decision.from_json(text)
