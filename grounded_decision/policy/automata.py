@@ -7,7 +7,7 @@ it deterministic and Moore's partition refinement makes it minimal. Symbols are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from types import MappingProxyType
 
 import attrs
@@ -233,47 +233,85 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
     return chart.validate()
 
 
-def cycle_rank(successors: Mapping[str, Iterable[str]], *, budget: int = 20_000) -> int | None:
-    """Return the cycle rank of a directed graph, or ``None`` past ``budget`` search steps.
+def cycle_rank(
+    successors: Mapping[str, Iterable[str]], *, budget: int = 20_000, max_work: int = 500_000
+) -> int | None:
+    """Return the cycle rank of a directed graph, or ``None`` when the search gives up.
 
     Rank 0 for an acyclic graph; for a strongly connected one, 1 plus the least rank left
     after removing one vertex; otherwise the largest rank among its strongly connected parts.
-    The computation is exponential in the worst case, hence the budget.
+    The computation is exponential in the worst case, hence two budgets: ``budget`` search
+    steps (vertex sets ranked) and ``max_work`` vertices and edges visited while splitting
+    those sets into their strongly connected parts. The search keeps its own stack, so no
+    graph is too deep for it.
     """
     graph = {v: frozenset(ws) for v, ws in successors.items()}
     memo: dict[frozenset[str], int] = {}
+    root = frozenset(graph)
     spent = 0
+    visits = [0]
+    stack: list[tuple[frozenset[str], _Steps]] = []
+    asked: frozenset[str] | None = root
+    value: int | None = None
+    while True:
+        if asked is not None:
+            known = memo.get(asked)
+            if known is None:
+                spent += 1
+                if spent > budget or visits[0] > max_work:
+                    return None
+                stack.append((asked, _rank_steps(graph, asked, visits)))
+                value = None
+            else:
+                value = known
+        if not stack:
+            return memo[root]
+        vertices, steps = stack[-1]
+        try:
+            asked = next(steps) if value is None else steps.send(value)
+        except StopIteration as done:
+            memo[vertices] = value = done.value
+            asked = None
+            stack.pop()
 
-    def rank(vertices: frozenset[str]) -> int:
-        nonlocal spent
-        if vertices in memo:
-            return memo[vertices]
-        spent += 1
-        if spent > budget:
-            raise _BudgetSpent
-        best = 0
-        for part in _components(graph, vertices):
-            (only,) = part if len(part) == 1 else (None,)
-            if only is not None and only not in graph.get(only, frozenset()):
-                continue
-            best = max(best, 1 + min(rank(part - {v}) for v in sorted(part)))
-        memo[vertices] = best
-        return best
 
-    try:
-        return rank(frozenset(graph))
-    except _BudgetSpent:
-        return None
+_Steps = Generator[frozenset[str], int, int]
+"""A ``_rank_steps`` search step in progress."""
 
 
-class _BudgetSpent(Exception):
-    """Internal signal: the cycle-rank search ran out of budget."""
+def _rank_steps(
+    graph: Mapping[str, frozenset[str]], vertices: frozenset[str], visits: list[int]
+) -> _Steps:
+    """One step of ``cycle_rank``: yields each smaller vertex set whose rank it needs (the
+    caller sends the rank back) and returns the rank of ``vertices``.
+
+    A strongly connected part stops trying vertices once one removal leaves it acyclic, or
+    once it can no longer raise the largest rank found so far: the ranks it returns are the
+    same as trying every vertex.
+    """
+    best = 0
+    for part in _components(graph, vertices, visits):
+        (only,) = part if len(part) == 1 else (None,)
+        if only is not None and only not in graph.get(only, frozenset()):
+            continue
+        least: int | None = None
+        for v in sorted(part):
+            got = yield part - {v}
+            least = got if least is None else min(least, got)
+            if least == 0 or 1 + least <= best:
+                break
+        best = max(best, 1 + (least or 0))
+    return best
 
 
 def _components(
-    graph: Mapping[str, frozenset[str]], vertices: frozenset[str]
+    graph: Mapping[str, frozenset[str]], vertices: frozenset[str], visits: list[int]
 ) -> list[frozenset[str]]:
-    """Strongly connected components of the subgraph on ``vertices`` (iterative Tarjan)."""
+    """Strongly connected components of the subgraph on ``vertices`` (iterative Tarjan).
+
+    ``visits[0]`` grows by the vertices and edges visited.
+    """
+    visits[0] += len(vertices) + sum(len(graph.get(v, ())) for v in vertices)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

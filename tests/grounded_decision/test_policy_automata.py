@@ -155,3 +155,20 @@ def test_cycle_rank_gives_up_beyond_its_budget() -> None:
     dense = {v: [w for w in names if w != v] for v in names}
     assert cycle_rank(dense, budget=5) is None
     assert cycle_rank(dense) == 7
+
+
+def test_cycle_rank_of_a_deep_graph_gives_up_instead_of_overflowing() -> None:
+    """A search as deep as a thousand-vertex graph reports None or its rank, never a crash."""
+    n = 1000
+    ring = {f"v{i}": [f"v{(i + 1) % n}"] for i in range(n)}
+    both_ways = {f"v{i}": [f"v{(i + 1) % n}", f"v{(i - 1) % n}"] for i in range(n)}
+    assert cycle_rank(ring) == 1
+    assert cycle_rank(both_ways) is None
+    assert cycle_rank(both_ways, budget=10**9, max_work=10**5) is None
+
+
+def test_cycle_rank_budget_of_zero_ranks_nothing() -> None:
+    """The budget counts every vertex set ranked, the whole graph included."""
+    assert cycle_rank({"a": ["a"]}, budget=0) is None
+    assert cycle_rank({"a": ["a"]}, budget=1) is None  # the empty graph left is a second
+    assert cycle_rank({"a": ["a"]}, budget=2) == 1
