@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from grounded_decision.policy.automata import (
     ACTION_PRIORITY,
+    MAX_POLICY_STATES,
     WAITING_PRIORITY,
     Dfa,
     Symbol,
@@ -15,6 +16,7 @@ from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Star, Test, pars
 
 __all__ = [
     "ACTION_PRIORITY",
+    "MAX_POLICY_STATES",
     "WAITING_PRIORITY",
     "Act",
     "Alt",

@@ -14,10 +14,11 @@ import attrs
 
 from grounded_decision.errors import PolicyCompileError
 from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Test
-from grounded_decision.statechart.chart import Statechart
+from grounded_decision.statechart.chart import State, Statechart, Transition
 
 __all__ = [
     "ACTION_PRIORITY",
+    "MAX_POLICY_STATES",
     "WAITING_PRIORITY",
     "Dfa",
     "Symbol",
@@ -33,6 +34,8 @@ ACTION_PRIORITY = 2
 """Priority of text-policy states that propose an action, and of final states (even)."""
 WAITING_PRIORITY = 1
 """Priority of every other text-policy state (odd: not progress)."""
+MAX_POLICY_STATES = 10_000
+"""Most automaton states ``compile_policy`` builds for one text policy by default."""
 
 
 class _Nfa:
@@ -117,8 +120,16 @@ class Dfa:
         return state is not None and state in self.accepting
 
 
-def compile_policy(expr: Expr) -> Dfa:
-    """Return the minimal deterministic automaton of a policy, states numbered breadth-first."""
+def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) -> Dfa:
+    """Return the minimal deterministic automaton of a policy, states numbered breadth-first.
+
+    The subset construction can need exponentially many states (``(test(a) | test(b))* ;
+    test(a)`` followed by ``k`` more steps needs about ``2**k``), so it stops past
+    ``max_states`` states (``None``: no cap).
+
+    Raises:
+        PolicyCompileError: when the automaton would need more than ``max_states`` states.
+    """
     nfa = _Nfa()
     entry, exit_ = nfa.build(expr)
     first = nfa.closure([entry])
@@ -134,6 +145,14 @@ def compile_policy(expr: Expr) -> Dfa:
         for symbol in sorted(targets):
             closed = nfa.closure(targets[symbol])
             if closed not in subsets:
+                if max_states is not None and len(order) >= max_states:
+                    msg = (
+                        f"policy needs more than {max_states} automaton states (limit"
+                        f" MAX_POLICY_STATES = {MAX_POLICY_STATES}); shorten it, or build the"
+                        " chart with dfa_to_statechart(compile_policy(expr, max_states=N), name)"
+                        " and pass it to Module(name, chart, expr=expr)"
+                    )
+                    raise PolicyCompileError(msg)
                 subsets[closed] = len(order)
                 order.append(closed)
             row[symbol] = subsets[closed]
@@ -142,18 +161,56 @@ def compile_policy(expr: Expr) -> Dfa:
     return _minimise(raw, accepting)
 
 
+def _coarsest_blocks(raw: list[dict[Symbol, int]], accepting: frozenset[int]) -> list[int]:
+    """Each state's block in the coarsest partition that respects acceptance and moves.
+
+    Hopcroft's refinement, for an automaton whose missing moves reject: every block of the
+    first partition starts as a splitter (Beal and Crochemore), then a split block adds its
+    smaller half, so the time grows as ``m log n`` rather than Moore's ``m n``.
+    """
+    preds: list[list[tuple[Symbol, int]]] = [[] for _ in raw]
+    for state, row in enumerate(raw):
+        for symbol, nxt in row.items():
+            preds[nxt].append((symbol, state))
+    first = [[s for s in range(len(raw)) if s not in accepting], sorted(accepting)]
+    blocks = [set(members) for members in first if members]
+    block = [0] * len(raw)
+    for number, members in enumerate(blocks):
+        for state in members:
+            block[state] = number
+    waiting = list(range(len(blocks)))
+    queued = set(waiting)
+    while waiting:
+        splitter = waiting.pop()
+        queued.discard(splitter)
+        sources: dict[Symbol, set[int]] = {}
+        for target in blocks[splitter]:
+            for symbol, state in preds[target]:
+                sources.setdefault(symbol, set()).add(state)
+        for symbol in sorted(sources):
+            touched: dict[int, list[int]] = {}
+            for state in sources[symbol]:
+                touched.setdefault(block[state], []).append(state)
+            for old, inside in touched.items():
+                if len(inside) == len(blocks[old]):
+                    continue
+                new = len(blocks)
+                blocks.append(set(inside))
+                blocks[old].difference_update(inside)
+                for state in inside:
+                    block[state] = new
+                if old in queued or len(blocks[new]) <= len(blocks[old]):
+                    waiting.append(new)
+                    queued.add(new)
+                else:
+                    waiting.append(old)
+                    queued.add(old)
+    return block
+
+
 def _minimise(raw: list[dict[Symbol, int]], accepting: frozenset[int]) -> Dfa:
-    """Merge equivalent states (Moore refinement), then renumber breadth-first from 0."""
-    block = [1 if state in accepting else 0 for state in range(len(raw))]
-    while True:
-        signatures: dict[tuple[object, ...], int] = {}
-        refined = []
-        for state, row in enumerate(raw):
-            key = (block[state], tuple((symbol, block[nxt]) for symbol, nxt in sorted(row.items())))
-            refined.append(signatures.setdefault(key, len(signatures)))
-        if len(signatures) == len(set(block)):
-            break
-        block = refined
+    """Merge equivalent states, then renumber breadth-first from 0."""
+    block = _coarsest_blocks(raw, accepting)
     numbering = {block[0]: 0}
     queue = [0]
     rows: dict[int, dict[Symbol, int]] = {}
@@ -218,19 +275,27 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
             if target not in numbering:
                 numbering[target] = len(numbering)
                 queue.append(target)
-    chart = Statechart(name)
-    for state in queue:
-        proposes = actions[state] is not None or not moves[state]
-        chart = chart.state(
+    # One tuple of states and one of transitions: chaining .state() and .on() would copy
+    # both once per call, quadratic in the size of the automaton.
+    states = [
+        State(
             f"s{numbering[state]}",
             initial=state == dfa.start,
             action=actions[state],
-            priority=ACTION_PRIORITY if proposes else WAITING_PRIORITY,
+            priority=(
+                ACTION_PRIORITY
+                if actions[state] is not None or not moves[state]
+                else WAITING_PRIORITY
+            ),
         )
-    for state in queue:
-        for event in sorted(moves[state]):
-            chart = chart.on(f"s{numbering[state]}", event, f"s{numbering[moves[state][event]]}")
-    return chart.validate()
+        for state in queue
+    ]
+    transitions = [
+        Transition(f"s{numbering[state]}", event, f"s{numbering[moves[state][event]]}")
+        for state in queue
+        for event in sorted(moves[state])
+    ]
+    return Statechart(name, tuple(states), tuple(transitions)).validate()
 
 
 def cycle_rank(

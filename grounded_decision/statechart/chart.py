@@ -59,11 +59,20 @@ def _index_moves(transitions: tuple[Transition, ...]) -> Mapping[tuple[str, str]
     return MappingProxyType(index)
 
 
+def _index_outgoing(transitions: tuple[Transition, ...]) -> Mapping[str, tuple[Transition, ...]]:
+    index: dict[str, list[Transition]] = {}
+    for move in transitions:
+        index.setdefault(move.source, []).append(move)
+    return MappingProxyType({source: tuple(moves) for source, moves in index.items()})
+
+
 @attrs.frozen
 class Statechart:
     """A workflow policy as a state machine, built by chaining ``state`` and ``on``.
 
     Every builder call returns a new chart; ``validate()`` checks the whole and returns it.
+    Each call copies the chart, so a large chart is better built in one go from tuples:
+    ``Statechart(name, states, transitions)``.
 
     Example: ``Statechart("k").state("a", initial=True).state("b").on("a", "go", "b")``.
     """
@@ -73,11 +82,13 @@ class Statechart:
     transitions: tuple[Transition, ...] = ()
     _by_name: Mapping[str, State] = attrs.field(init=False, eq=False, repr=False)
     _moves: Mapping[tuple[str, str], Transition] = attrs.field(init=False, eq=False, repr=False)
+    _outgoing: Mapping[str, tuple[Transition, ...]] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # Lookups used on every step are built once per chart value.
         object.__setattr__(self, "_by_name", _index_states(self.state_list))
         object.__setattr__(self, "_moves", _index_moves(self.transitions))
+        object.__setattr__(self, "_outgoing", _index_outgoing(self.transitions))
 
     def state(
         self,
@@ -217,7 +228,7 @@ class Statechart:
 
     def outgoing(self, name: str) -> tuple[Transition, ...]:
         """Return the transitions leaving a state, in declaration order."""
-        return tuple(move for move in self.transitions if move.source == name)
+        return self._outgoing.get(name, ())
 
     def transition(self, state: str, event: str) -> Transition | None:
         """Return the transition taken from ``state`` on ``event``, or ``None`` if unhandled."""

@@ -172,3 +172,24 @@ def test_cycle_rank_budget_of_zero_ranks_nothing() -> None:
     assert cycle_rank({"a": ["a"]}, budget=0) is None
     assert cycle_rank({"a": ["a"]}, budget=1) is None  # the empty graph left is a second
     assert cycle_rank({"a": ["a"]}, budget=2) == 1
+
+
+def test_a_long_policy_compiles_in_linear_steps() -> None:
+    """Three thousand steps of one event: once seconds of Moore rounds and chart copies."""
+    text = " ; ".join(["test(a)"] * 3000) + " ; act(x)"
+    chart = dfa_to_statechart(compile_policy(parse(text)), "long")
+    assert len(chart.states()) == 3001
+    assert len(chart.transitions) == 3000
+    assert chart.action_of("s3000") == "x"
+
+
+def test_a_policy_whose_automaton_blows_up_is_refused() -> None:
+    """(a|b)* ; a ; then 18 more steps needs 2**19 states; the cap refuses it, naming itself."""
+    ab = "(test(a) | test(b))"
+    text = f"{ab}* ; test(a) ; " + " ; ".join([ab] * 18) + " ; act(x)"
+    with pytest.raises(PolicyCompileError, match=r"more than 10000 automaton states.*max_states="):
+        compile_policy(parse(text))
+    small = f"{ab}* ; test(a) ; " + " ; ".join([ab] * 4) + " ; act(x)"
+    assert len(compile_policy(parse(small), max_states=None)) == 2**5 + 1
+    with pytest.raises(PolicyCompileError, match=r"more than 8 automaton states"):
+        compile_policy(parse(small), max_states=8)

@@ -178,3 +178,21 @@ def test_to_mermaid_escapes_names_that_would_add_nodes() -> None:
     assert "a#quot;]--#gt;evil[#quot;b" in text
     lines = text.splitlines()
     assert len(lines) == 4  # the header, two states, one arrow: nothing added
+
+
+def test_outgoing_and_shape_check_of_a_large_chart_are_linear() -> None:
+    """Twenty thousand states: the shape check once scanned every transition per state."""
+    from grounded_decision.checks import shape_check
+    from grounded_decision.statechart.chart import State, Transition
+
+    n = 20_000
+    states = tuple(
+        State(f"s{i}", initial=i == 0, action="go" if i == n - 1 else None) for i in range(n)
+    )
+    moves = tuple(Transition(f"s{i}", "next", f"s{i + 1}") for i in range(n - 1))
+    chart = Statechart("big", states, moves)
+    assert chart.outgoing("s5") == (moves[5],)
+    assert chart.outgoing(f"s{n - 1}") == ()
+    channel = shape_check(chart)
+    assert channel.passed
+    assert (channel.metrics["states"], channel.metrics["cycle_rank"]) == (n, 0)
