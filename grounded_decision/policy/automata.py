@@ -239,9 +239,18 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
     that propose an action or have no way out, ``WAITING_PRIORITY`` otherwise; payoffs are 0.
 
     Raises:
-        PolicyCompileError: when one state could propose two different actions, or an
-            ``act`` directly follows another ``act``.
+        PolicyCompileError: when one state could propose two different actions, an
+            ``act`` directly follows another ``act``, or an ``act`` can be the first step
+            (nothing arrives at the start state, so it would never be proposed).
     """
+    first = sorted(label for (kind, label) in dfa.delta[dfa.start] if kind == "act")
+    if first:
+        msg = (
+            f"policy {name!r}: act({first[0]}) can be the first step, but a state proposes its"
+            " action when an event brings the policy there, so it would never be proposed;"
+            f" an act must follow a test, e.g. test(start) ; act({first[0]})"
+        )
+        raise PolicyCompileError(msg)
     actions: dict[int, str | None] = {}
     moves: dict[int, dict[str, int]] = {}
     for state, row in enumerate(dfa.delta):

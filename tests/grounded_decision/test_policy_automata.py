@@ -126,6 +126,10 @@ def test_after_proposing_an_event_continues_past_the_action() -> None:
     [
         ("test(a) ; (act(x) | act(y))", r"one state can propose both 'x' and 'y'"),
         ("test(a) ; act(x) ; act(y)", r"an act\(\.\.\.\) directly follows act\(x\)"),
+        ("act(page)", r"act\(page\) can be the first step.*an act must follow a test"),
+        ("act(page) ; test(ack)", r"act\(page\) can be the first step"),
+        ("test(a) | act(x) ; test(b)", r"act\(x\) can be the first step"),
+        ("(act(x) ; test(b))*", r"act\(x\) can be the first step"),
     ],
 )
 def test_ambiguous_policies_are_rejected(text: str, message: str) -> None:
