@@ -20,13 +20,16 @@ from grounded_decision.statechart.game import NO_LIMITS, GameGraph
 from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
 from grounded_decision.statechart.pgsolver import read_pgsolver_with_ids, write_solution
 
-__all__ = ["BROKEN_PIPE", "format_channel", "format_decision", "main"]
+__all__ = ["BROKEN_PIPE", "MAX_INPUT_BYTES", "format_channel", "format_decision", "main"]
 
 PROG = "grounded-decision"
 
 BROKEN_PIPE = 141
 """Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE,
 what a shell reports for a tool that the signal ended."""
+
+MAX_INPUT_BYTES = 16 * 2**20
+"""Largest policy or game file the command reads (16 MiB); a bigger one is refused."""
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -59,10 +62,14 @@ def _on_stdout(write: Callable[[], None]) -> None:
 def _read_text(path: str) -> str:
     """The file's text as UTF-8 (a leading byte order mark is skipped)."""
     try:
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise _Failure(msg) from exc
+    if len(data) > MAX_INPUT_BYTES:
+        msg = f"cannot read {path}: larger than {MAX_INPUT_BYTES // 2**20} MiB, the most read"
+        raise _Failure(msg)
     skip = len(_BOM) if data.startswith(_BOM) else 0
     try:
         return data[skip:].decode("utf-8")
@@ -139,7 +146,9 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
     try:
         expr = parse(text)
     except PolicySyntaxError as exc:
-        print(f"{PROG}: {path}:{exc.line}:{exc.column}: {exc}", file=sys.stderr)
+        where = f"policy line {exc.line}, column {exc.column}: "
+        text = str(exc).removeprefix(where)
+        print(f"{PROG}: {path}:{exc.line}:{exc.column}: {text}", file=sys.stderr)
         return 1
     module = Module.from_expr(Path(path).stem, expr)
     if mermaid:
@@ -216,8 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     examples.add_argument("--json", action="store_true", help="print the records as JSON")
     check = commands.add_parser("check", help="parse a text policy and run its policy checks")
     check.add_argument("path", help="a file holding the policy text")
-    check.add_argument("--json", action="store_true", help="print the reports as JSON")
-    check.add_argument("--mermaid", action="store_true", help="print the chart as Mermaid")
+    output = check.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the reports as JSON")
+    output.add_argument("--mermaid", action="store_true", help="print the chart as Mermaid")
     solve = commands.add_parser("solve", help="solve a parity game in PGSolver format")
     solve.add_argument("path", help="a PGSolver game file (parity N; then one line per vertex)")
     solve.add_argument(

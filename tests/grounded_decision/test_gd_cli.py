@@ -59,7 +59,7 @@ def test_syntax_error_in_policy_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_text("test(a) ;\n  | act(b)\n", encoding="utf-8")
     assert main(["check", str(path)]) == 1
     err = capsys.readouterr().err
-    assert f"{path}:2:3: policy line 2, column 3: expected test(...), act(...) or '('" in err
+    assert f"{path}:2:3: expected test(...), act(...) or '('" in err
     assert "Traceback" not in err
 
 
@@ -219,3 +219,41 @@ def test_a_closed_pipe_leaves_no_traceback() -> None:
     child.stdout.close()
     _, err = child.communicate()
     assert (child.returncode, err) == (BROKEN_PIPE, b"")
+
+
+def test_syntax_error_names_its_location_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file:line:column prefix is the only location on the line."""
+    policy = tmp_path / "empty.pol"
+    policy.write_text("\r\n\r\n", encoding="utf-8")
+    assert main(["check", str(policy)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"grounded-decision: {policy}:3:1: expected test(...)")
+    assert "policy line" not in err
+
+
+def test_a_file_past_the_input_cap_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input is read up to MAX_INPUT_BYTES and no further (/dev/zero once ran out of memory)."""
+    import grounded_decision.cli as cli
+
+    monkeypatch.setattr(cli, "MAX_INPUT_BYTES", 2**20)
+    policy = tmp_path / "big.pol"
+    policy.write_bytes(b" " * (2**20 + 1))
+    assert main(["check", str(policy)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"grounded-decision: cannot read {policy}: larger than 1 MiB, the most read\n"
+
+
+def test_check_json_and_mermaid_exclude_each_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Asking for both outputs is a usage error, not Mermaid alone."""
+    policy = tmp_path / "p.pol"
+    policy.write_text("test(a) ; act(b)", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--json", "--mermaid", str(policy)])
+    assert exit_.value.code == 2
+    assert "not allowed with argument --json" in capsys.readouterr().err
