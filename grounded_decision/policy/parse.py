@@ -17,7 +17,7 @@ import attrs
 
 from grounded_decision.errors import PolicySyntaxError
 
-__all__ = ["Act", "Alt", "Expr", "Seq", "Star", "Test", "parse", "star_height"]
+__all__ = ["MAX_NESTING", "Act", "Alt", "Expr", "Seq", "Star", "Test", "parse", "star_height"]
 
 
 @attrs.frozen
@@ -92,6 +92,11 @@ def star_height(expr: Expr) -> int:
     children = expr.parts if isinstance(expr, Seq) else expr.options
     return max(star_height(child) for child in children)
 
+
+#: The deepest nesting of parentheses a policy may have. Printing, compiling and
+#: checking a policy each walk it with a few Python frames per level, so a deeper one
+#: would stop at Python's recursion limit instead of with an error naming its place.
+MAX_NESTING = 100
 
 _TOKEN = re.compile(r"\s+|#[^\n]*|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[()*;|])")
 _END = "end of policy"
@@ -206,8 +211,9 @@ class _Parser:
         token = self.take()
         if token.kind == "(":
             self.depth += 1
-            if self.depth > 200:
-                raise self.fail("fewer nested parentheses", token, "flatten the policy")
+            if self.depth > MAX_NESTING:
+                expected = f"at most {MAX_NESTING} nested parentheses"
+                raise self.fail(expected, token, "flatten the policy")
             inner = self.alt()
             closing = self.take()
             if closing.kind != ")":

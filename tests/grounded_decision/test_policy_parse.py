@@ -6,9 +6,11 @@ import pytest
 from gd_strategies import policies
 from hypothesis import given, settings
 
+from grounded_decision import Limits, Module
 from grounded_decision import policy as gp
 from grounded_decision.errors import GroundedDecisionError, PolicySyntaxError
 from grounded_decision.policy import Act, Alt, Expr, Seq, Star, parse, star_height
+from grounded_decision.policy.parse import MAX_NESTING
 
 
 def test_star_binds_tighter_than_seq_and_seq_tighter_than_alt() -> None:
@@ -84,3 +86,20 @@ def test_syntax_errors_carry_line_column_and_expectation(
     assert str(error).startswith(f"policy line {line}, column {column}: expected {expected}, got")
     assert isinstance(error, ValueError)
     assert isinstance(error, GroundedDecisionError)
+
+
+def _nested_loops(depth: int) -> str:
+    inner = "test(z)"
+    for i in range(depth):
+        inner = f"(test(e{i}) ; {inner})*"
+    return f"test(s) ; {inner} ; act(x)"
+
+
+def test_the_deepest_nesting_allowed_prints_and_checks_without_recursion_errors() -> None:
+    """MAX_NESTING levels of loops parse, print and build a module; one more is refused
+    naming the place, before anything can stop at Python's recursion limit."""
+    expr = parse(_nested_loops(MAX_NESTING))
+    assert parse(str(expr)) == expr
+    Module.from_expr("deep", expr, Limits(None, None, None))
+    with pytest.raises(PolicySyntaxError, match=f"at most {MAX_NESTING} nested parentheses"):
+        parse(_nested_loops(MAX_NESTING + 1))
