@@ -115,20 +115,24 @@ class Statechart:
         Raises:
             ChartError: no or several initial states, a duplicate state, a transition from
                 or to an unknown state, two transitions on one event from one state, a
-                priority that is not an integer, or a payoff that is not a finite number.
+                priority that is not a whole number >= 0, a payoff that is not a finite
+                number, or a transition whose weight in the game (its payoff plus its
+                target's) is not one.
         """
         seen: set[str] = set()
+        payoffs: dict[str, float] = {}
         for st in self.state_list:
             if st.name in seen:
                 self._fail(f"state {st.name!r} is declared twice; give each state one name", st)
             seen.add(st.name)
-            if isinstance(st.priority, bool) or not isinstance(st.priority, int):
+            if isinstance(st.priority, bool) or not isinstance(st.priority, int) or st.priority < 0:
                 self._fail(
                     f"state {st.name!r} has priority {st.priority!r} "
-                    f"({type(st.priority).__name__}); use a whole number such as 0, 1 or 2",
+                    f"({type(st.priority).__name__}); use a whole number >= 0 such as 0, 1 or 2",
                     st,
                 )
             _check_payoff(self.name, f"state {st.name!r}", st.payoff)
+            payoffs[st.name] = float(st.payoff)
         initials = [st.name for st in self.state_list if st.initial]
         if not initials:
             msg = f"chart {self.name!r} has no initial state; mark one with initial=True"
@@ -171,6 +175,12 @@ class Statechart:
                 )
             handled.add((move.source, move.event))
             _check_payoff(self.name, label, move.payoff)
+            if not math.isfinite(float(move.payoff) + payoffs[move.target]):
+                msg = (
+                    f"chart {self.name!r}: {label} and its target's payoff add up to more "
+                    f"than a float holds; use smaller payoffs"
+                )
+                raise ChartError(msg, chart=self.name, name=move.source)
         return self
 
     def _fail(self, message: str, st: State) -> NoReturn:
@@ -280,12 +290,15 @@ def _label(text: str) -> str:
     return "".join(_MERMAID.get(c, c) for c in text)
 
 
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _check_payoff(chart: str, what: str, payoff: object) -> None:
-    if (
-        isinstance(payoff, bool)
-        or not isinstance(payoff, int | float)
-        or not math.isfinite(float(payoff))
-    ):
+    if isinstance(payoff, bool) or not isinstance(payoff, int | float) or not _finite(payoff):
         msg = f"chart {chart!r}: {what} has payoff {payoff!r}; use a finite number such as 0.0"
         raise ChartError(
             msg,

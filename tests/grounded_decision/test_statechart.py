@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from grounded_decision.errors import ChartError, GroundedDecisionError
@@ -196,3 +198,27 @@ def test_outgoing_and_shape_check_of_a_large_chart_are_linear() -> None:
     channel = shape_check(chart)
     assert channel.passed
     assert (channel.metrics["states"], channel.metrics["cycle_rank"]) == (n, 0)
+
+
+@pytest.mark.parametrize(
+    ("chart", "message"),
+    [
+        (
+            Statechart("c").state("a", initial=True).state("b", priority=-1).on("a", "go", "b"),
+            "state 'b' has priority -1 (int); use a whole number >= 0",
+        ),
+        (
+            Statechart("c")
+            .state("a", initial=True)
+            .state("b", payoff=1e308)
+            .on("a", "go", "b", payoff=1e308),
+            "transition a --go--> b and its target's payoff add up to more than a float holds",
+        ),
+        (Statechart("c").state("a", initial=True, payoff=10**400), "state 'a' has payoff"),
+    ],
+)
+def test_validate_refuses_what_the_game_could_not_hold(chart: Statechart, message: str) -> None:
+    """A negative priority, a game weight that overflows, and an int payoff too large for a
+    float are the chart's errors, naming the state, not the game builder's later."""
+    with pytest.raises(ChartError, match=re.escape(message)):
+        chart.validate()
