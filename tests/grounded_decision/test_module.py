@@ -433,3 +433,13 @@ def test_forged_or_mistyped_records_are_refused(text: str, message: str) -> None
     """A record that contradicts itself or has a field of the wrong type does not load."""
     with pytest.raises(RecordError, match=re.escape(message)):
         Decision.from_json(text)
+
+
+def test_a_summary_names_ten_sources_and_counts_the_rest() -> None:
+    """100,000 untraced sources give a short reason, not a megabyte copied into records."""
+    evidence = Evidence([Observation(f"s{i:06d}") for i in range(100_000)])
+    record = two_path_module().decide(Event("routine"), evidence)
+    summary = record.channel("provenance").summary
+    assert summary.startswith("no provenance from s000000, s000001,")
+    assert summary.endswith("s000009 and 99990 more")
+    assert len(record.reason) < 1_000
