@@ -220,8 +220,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     examples = commands.add_parser("examples", help="run a shipped example and print decisions")
     examples.add_argument("name", nargs="?", help=f"one of: {', '.join(EXAMPLES)}")
-    examples.add_argument("--all", action="store_true", help="run every example")
-    examples.add_argument("--list", action="store_true", help="list the examples")
+    which = examples.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true", help="run every example")
+    which.add_argument("--list", action="store_true", help="list the examples")
     examples.add_argument("--json", action="store_true", help="print the records as JSON")
     check = commands.add_parser("check", help="parse a text policy and run its policy checks")
     check.add_argument("path", help="a file holding the policy text")
@@ -244,6 +245,10 @@ def _parser() -> argparse.ArgumentParser:
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Run the parsed command; return its exit code."""
     if args.command == "examples":
+        if args.name is not None and (args.all or args.list):
+            option = "--all" if args.all else "--list"
+            print(f"{PROG}: give an example's name or {option}, not both", file=sys.stderr)
+            return 2
         if args.list:
             for name in EXAMPLES:
                 _out(f"{name:22} {TITLES[name]}")

@@ -257,3 +257,23 @@ def test_check_json_and_mermaid_exclude_each_other(
         main(["check", "--json", "--mermaid", str(policy)])
     assert exit_.value.code == 2
     assert "not allowed with argument --json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["examples", "--all", "--list"], "not allowed with argument --all"),
+        (["examples", "payment", "--all"], "give an example's name or --all, not both"),
+        (["examples", "payment", "--list"], "give an example's name or --list, not both"),
+    ],
+)
+def test_examples_refuses_options_that_contradict_each_other(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Conflicting choices are a usage error, not one of them silently."""
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = int(exit_.code or 0)
+    assert status == 2
+    assert message in capsys.readouterr().err
