@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -277,10 +278,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _quiet_broken_pipe() -> int:
     """Point standard output at the null device, so the exit's final flush cannot fail."""
-    try:
+    # ValueError or OSError: standard output has no file descriptor (a test's capture).
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):  # no file descriptor, as under a test's capture
-        pass
     return BROKEN_PIPE
 
 

@@ -7,6 +7,7 @@ the journal backends and the store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
 import threading
@@ -142,11 +143,9 @@ async def _one(
 ) -> None:
     response = None
     if native:  # `Task.cancel()`, which goes through anyio's shields
-        try:
+        with contextlib.suppress(TimeoutError):  # the deadline passed: response stays None
             async with asyncio.timeout(delay):
                 response = await system.aask(state, request_id=request_id)
-        except TimeoutError:
-            pass
     else:
         with anyio.move_on_after(delay):
             response = await system.aask(state, request_id=request_id)
