@@ -1,7 +1,7 @@
 """From a text policy to a minimal deterministic automaton, and from that to a statechart.
 
 Thompson's construction gives an automaton with empty moves; the subset construction makes
-it deterministic and Moore's partition refinement makes it minimal. Symbols are
+it deterministic and Hopcroft's partition refinement makes it minimal. Symbols are
 ``("test", event)`` and ``("act", action)``.
 """
 
