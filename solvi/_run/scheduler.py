@@ -16,7 +16,17 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from solvi._run.steps import Cause, Drive, Node, Program, cause_of, waiting_counts
+from solvi._run.steps import (
+    NO_VERDICT,
+    NOT_JOURNALED,
+    NOT_STARTED,
+    Cause,
+    Drive,
+    Node,
+    Program,
+    cause_of,
+    waiting_counts,
+)
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
@@ -36,6 +46,7 @@ __all__ = [
     "Run",
     "attempts",
     "by_declaration",
+    "check_verdict",
     "drives",
     "journal_refused",
     "learned_batches",
@@ -292,9 +303,11 @@ class Run:
     def fast_ok(self, node: Node, start: float, end: float, value: Any) -> None:
         """Record a fast-path call that returned (the sequential driver inlines the case
         of a plain value of a node that is not a check)."""
-        if (
-            (kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE)
-        ) and not node.is_check:
+        if node.is_check:
+            if type(value) is not bool:  # a Fail, or a value to read as true or false
+                self.called(node, 0, start, end, value, None)
+                return
+        elif (kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE):
             problem = json_problem(value, node.fact)
             if problem is not None:
                 cause = Cause("error", node.first_part, node.fact, problem)
@@ -351,12 +364,16 @@ class Run:
     ) -> bool:
         """Note one call of the node's `tried`-th producer; True when the node is done."""
         part = node.parts[tried]
-        if (
-            cause is None
-            and ((kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE))
-            and not node.is_check
-        ):
-            problem = json_problem(value, node.fact)
+        if cause is None:
+            # A check's value is kept as a verdict (True, False or a Fail), any other
+            # as it is when it has a JSON form: the journal, the record and a resume
+            # then all hold the same thing.
+            if node.is_check:
+                value, problem = check_verdict(value)
+            elif (kind := type(value)) not in _PLAIN or (kind is int and not LOW < value < HUGE):
+                problem = json_problem(value, node.fact)
+            else:
+                problem = None
             if problem is not None:
                 cause = Cause("error", part.name, node.fact, problem)
                 value = None
@@ -364,7 +381,7 @@ class Run:
             try:
                 self.journal.settled(node.index, part.name, value, cause)
             except Exception as exc:
-                message = f"journal could not record the result: {type(exc).__name__}: {exc}"
+                message = f"{NOT_JOURNALED}{type(exc).__name__}: {exc}"
                 cause = Cause("error", part.name, node.fact, message)
                 # Keep the journal in step with the record: the call failed. If even
                 # that cannot be written, the cause above already records it.
@@ -407,12 +424,12 @@ class Run:
             for p in node.parts[tried + 1 :]:
                 self.skip_reasons[p.name] = f"not needed: {node.fact} came from {winner}"
 
-    def check_value(self, fact: str, value: Any) -> bool:
-        """A check's value as a bool, keeping the reason a `Fail` gives."""
+    def check_value(self, fact: str, value: bool | Fail) -> bool:
+        """A check's verdict as a bool, keeping the reason a `Fail` gives."""
         if type(value) is Fail:
             self.check_reasons[fact] = value.reason
             return False
-        return bool(value)
+        return value is True
 
     def fail(self, node: Node, cause: Cause) -> None:
         """Mark a node's fact missing: every producer failed, or an input was missing."""
@@ -630,8 +647,18 @@ def release(waiting: dict[int, int], dependents: tuple[int, ...]) -> list[int]:
 
 def journal_refused(part: str, fact: str, exc: Exception) -> Cause:
     """The Cause of a call that did not start because its start could not be journaled."""
-    message = f"journal could not record the start: {type(exc).__name__}: {exc}"
-    return Cause("error", part, fact, message)
+    return Cause("error", part, fact, f"{NOT_STARTED}{type(exc).__name__}: {exc}")
+
+
+def check_verdict(value: Any) -> tuple[bool | Fail | None, str | None]:
+    """A check's value as its verdict: True, False or the `Fail` itself; or None and
+    why, for a value that cannot be read as true or false (its ``__bool__`` raised)."""
+    if type(value) is bool or type(value) is Fail:
+        return value, None
+    try:
+        return bool(value), None
+    except Exception as exc:
+        return None, f"{NO_VERDICT}{type(exc).__name__}: {exc}"
 
 
 #: The smallest evaluation cost a score divides by, in ms.

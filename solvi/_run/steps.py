@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import attrs
@@ -23,6 +23,10 @@ from solvi.question import UNSET
 from solvi.record import NO_JSON_FORM
 
 __all__ = [
+    "NOT_JOURNALED",
+    "NOT_STARTED",
+    "NO_VERDICT",
+    "OWN_WORDS",
     "Cause",
     "Drive",
     "Node",
@@ -40,6 +44,15 @@ __all__ = [
 ]
 
 
+#: how the message begins of a step that failed without raising: its value had no
+#: JSON form, the journal could not record its start or its result, or a check's
+#: value was neither true nor false
+NOT_STARTED: Final = "was not started: journal could not record the start: "
+NOT_JOURNALED: Final = "returned a value the journal could not record: "
+NO_VERDICT: Final = "returned a value that is neither true nor false: "
+OWN_WORDS: Final = (NO_JSON_FORM, NOT_STARTED, NOT_JOURNALED, NO_VERDICT)
+
+
 @attrs.frozen
 class Cause:
     """Why a fact is missing at run time: a part timed out or raised."""
@@ -55,7 +68,7 @@ class Cause:
             return f"{self.part} {self.message}"
         if self.kind == "interrupted":
             return f"{self.part} was {self.message}"
-        if self.message.startswith(NO_JSON_FORM):
+        if self.message.startswith(OWN_WORDS):
             return f"{self.part} {self.message}"
         return f"{self.part} raised {self.message}"
 

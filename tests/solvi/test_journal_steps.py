@@ -170,7 +170,7 @@ def test_a_step_whose_start_cannot_be_written_does_not_run(
         reason = f"JournalError: cannot append to the journal's commit log in {owners}: disk full"
     assert (safeguard.part, safeguard.message) == (
         "a",
-        f"journal could not record the start: {reason}",
+        f"was not started: journal could not record the start: {reason}",
     )
     assert response["uses_a"].value is None
     assert response["uses_b"].value == 0

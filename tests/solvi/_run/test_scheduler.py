@@ -411,7 +411,7 @@ def test_a_start_the_journal_refuses_is_never_called(gate: tuple[System, Program
     assert [name for name, _ in hand.calls] == ["account", "score_rules"]
     assert run.attempts[1][5:] == (
         "error",
-        "journal could not record the start: OSError: disk full",
+        "was not started: journal could not record the start: OSError: disk full",
     )
     assert run.vals["score"] == 0.5
 
