@@ -466,7 +466,9 @@ def _entry_value(value: str | None, exact: str | None) -> tuple[Any, bool]:
         return (None if value is None else json.loads(value)), False
     if exact is not None:
         return decode(exact), True
-    return (None if value is None else json.loads(value)), True
+    # No exact form: the value's JSON is exact, tags and all (a NaN's `{"$float":
+    # "nan"}` is both its record form and its exact one), so it is read as one.
+    return (None if value is None else decode(value)), True
 
 
 class Journal(abc.ABC):

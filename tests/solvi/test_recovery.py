@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from flows.claims_small import Calls, claims_catalog
 
-from solvi import ResumeRefused, System
+from solvi import Catalog, ResumeRefused, System
 from solvi.recovery import NO_EXACT, state_json, value_forms
 
 
@@ -81,3 +82,47 @@ def test_an_unknown_request_names_the_journal(journaled: System, tmp_path: Path)
         == f"the journal SQLiteJournal('{tmp_path / 'j.db'}') has no request 'nope'"
     )
     assert isinstance(caught.value, ValueError)
+
+
+class _Crash(BaseException):
+    """The process dies (a BaseException, so that no part's error handling takes it)."""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, -math.inf, {"a": math.nan}, [1.0, -math.inf], (math.nan,)],
+    ids=repr,
+)
+def test_a_resume_hands_on_a_nan_or_an_infinity_as_it_was(tmp_path: Path, value: Any) -> None:
+    """Such a value's record form (tagged) is its exact form too: read back exactly, it
+    reaches the later step as the float, and the resumed record equals the first."""
+    crash = {"on": False}
+    cat = Catalog("floats")
+
+    @cat.fn(idempotent=True)
+    def score(applicant: int) -> Any:
+        return value
+
+    @cat.fn(idempotent=True)
+    def limit(applicant: int) -> float:
+        if crash["on"]:
+            raise _Crash
+        return 0.5
+
+    @cat.rule
+    def review(score: Any, limit: float) -> str:
+        return repr(score)
+
+    uninterrupted = System(cat, ["review"]).ask({"applicant": 7})
+    first = System(cat, ["review"], journal=tmp_path / "j.db")
+    crash["on"] = True
+    with pytest.raises(_Crash):
+        first.ask({"applicant": 7}, request_id="r-1")
+    crash["on"] = False
+    assert first.journal is not None
+    first.journal.close()
+    second = System(cat, ["review"], journal=tmp_path / "j.db")
+    resumed = second.resume("r-1")
+    second.close()
+    assert resumed["review"].value == repr(value)
+    assert resumed.hash == uninterrupted.hash
