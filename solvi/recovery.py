@@ -42,6 +42,7 @@ Statement = tuple[str, tuple[Any, ...]]
 
 __all__ = [
     "JournalWriter",
+    "Leftovers",
     "Recovery",
     "ResumeRefused",
     "begin",
@@ -409,9 +410,9 @@ def prepare_resume(
     program_for: Any,
     catalog_version: str,
     timeout: float | None,
-) -> tuple[Run, list[str]]:
-    """A Run holding what the journal settled, ready for a driver to finish, and the
-    planned steps the crash left before their start.
+) -> tuple[Run, Leftovers]:
+    """A Run holding what the journal settled, ready for a driver to finish, and what
+    the crash left unfinished (for `notes_after_resume`).
 
     Raises:
         ResumeRefused: the request is closed, owned by a live process, or its
@@ -457,15 +458,25 @@ def prepare_resume(
     run = Run(
         program, dict(rj.input), early_exit=rj.early_exit, timeout=timeout, started=perf_counter()
     )
-    untouched = _prefill(run, rj)
+    leftovers = _prefill(run, rj)
     run.journal = JournalWriter(journal, request_id, eager=True)
     run.bare = run.plain = False
     run.resumed = True
     journal.running_here(request_id)
-    return run, untouched
+    return run, leftovers
 
 
-def _prefill(run: Run, rj: RequestJournal) -> list[str]:
+@attrs.frozen
+class Leftovers:
+    """What a crash left unfinished: the planned steps it left before their start, and
+    the idempotent steps it interrupted (each with its note's place in `Run.notes`),
+    whose notes say whether the resume ran them once it is known."""
+
+    untouched: list[str]
+    reruns: list[tuple[int, str, str]]
+
+
+def _prefill(run: Run, rj: RequestJournal) -> Leftovers:
     nodes = run.program.nodes
     settled: dict[str, JournalEntry] = {}
     started = rj.started_parts()
@@ -473,6 +484,7 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
         if entry.kind == "settled":
             settled[entry.part] = entry
     t = run.started
+    reruns: list[tuple[int, str, str]] = []
     for node in nodes:
         for k, part in enumerate(node.parts):
             if run.status[node.index] in (OK, FAILED):
@@ -494,6 +506,7 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
                     else "settled with a value that has no exact form"
                 )
                 if part.idempotent:
+                    reruns.append((len(run.notes), part.name, what))
                     run.notes.append(f"{part.name} {what}; re-run (idempotent)")
                     run.resume_from[node.index] = k
                 else:
@@ -508,13 +521,19 @@ def _prefill(run: Run, rj: RequestJournal) -> list[str]:
                         run.resume_from[node.index] = k + 1
                     continue
             break
-    return [p for p in run.program.flow.steps if p not in settled and p not in started]
+    untouched = [p for p in run.program.flow.steps if p not in settled and p not in started]
+    return Leftovers(untouched, reruns)
 
 
-def notes_after_resume(run: Run, untouched: list[str]) -> None:
-    """Say, for each step the crash left before its start, whether the resume ran it."""
+def notes_after_resume(run: Run, leftovers: Leftovers) -> None:
+    """Say, for each step the crash left unfinished, whether the resume ran it."""
     ran = {a[A_PART] for a in run.attempts}
-    for part in untouched:
+    for at, part, what in leftovers.reruns:
+        if part not in ran:
+            reason = run.skip_reasons.get(part)
+            why = "" if reason is None else f" ({reason})"
+            run.notes[at] = f"{part} {what}; not re-run{why}"
+    for part in leftovers.untouched:
         if part in ran:
             run.notes.append(f"{part} was interrupted before start; run on resume")
         elif part in run.skip_reasons:

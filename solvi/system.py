@@ -378,7 +378,7 @@ class System:
         def program_for(state: dict[str, Any]) -> Program:
             return self.planner.program_for(state)[0]
 
-        run, untouched = recovery.prepare_resume(
+        run, leftovers = recovery.prepare_resume(
             journal, request_id, program_for, self.planner.journal_version, self.timeout
         )
         run.request_id = request_id
@@ -386,7 +386,7 @@ class System:
             run.attach_hooks(self._hook_table, self.name)
             run.request_began()
         run_sequential(run)
-        recovery.notes_after_resume(run, untouched)
+        recovery.notes_after_resume(run, leftovers)
         response = self._conclude(run)
         self._keep(response, run, learning=self._learning_due(), resumed=True)
         return response

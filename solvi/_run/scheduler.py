@@ -608,6 +608,10 @@ def drives(
     if run.early_exit:
         run.settle()
         yield wanted1 if run.open_mask != program.all_questions_mask else whole1
+        if run.resumed:
+            # A speculative run may have journaled steps that its failed hard checks
+            # made unnecessary: forgotten here, as that run would have forgotten them.
+            run.drop_unneeded()
     else:
         yield whole1
         run.settle()

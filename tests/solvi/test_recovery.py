@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
 
-from solvi import Catalog, ResumeRefused, System
+from solvi import Catalog, Question, ResumeRefused, System
 from solvi.recovery import NO_EXACT, state_json, value_forms
 
 
@@ -126,3 +128,70 @@ def test_a_resume_hands_on_a_nan_or_an_infinity_as_it_was(tmp_path: Path, value:
     second.close()
     assert resumed["review"].value == repr(value)
     assert resumed.hash == uninterrupted.hash
+
+
+def _speculating_catalog(crash: dict[str, bool], *, idempotent: bool) -> Catalog:
+    """A hard check that fails, read by `account`, which the crash cuts short; beside it
+    `bureau` (settled fast) and `bureau_detail` (slow), needed only if the check passes."""
+    cat = Catalog("speculating")
+
+    @cat.fn(idempotent=True)
+    async def account(customer: str) -> dict[str, bool]:
+        await anyio.sleep(0.05)
+        if crash["on"]:
+            raise _Crash
+        return {"ok": False}
+
+    @cat.check(hard=True)
+    def active(account: dict[str, bool]) -> bool:
+        return account["ok"]
+
+    @cat.fn(idempotent=True)
+    async def bureau(customer: str) -> int:
+        return 700
+
+    @cat.fn(idempotent=idempotent)
+    async def bureau_detail(bureau: int) -> int:
+        await anyio.sleep(0.2)
+        return bureau
+
+    @cat.rule
+    def approve(active: bool, bureau_detail: int) -> bool:
+        return bureau_detail > 650
+
+    return cat
+
+
+@pytest.mark.parametrize("idempotent", [True, False])
+def test_a_resumed_speculative_request_forgets_what_its_failed_check_made_unneeded(
+    tmp_path: Path, idempotent: bool
+) -> None:
+    """Speculation journaled `bureau` and began `bureau_detail` before the crash; the
+    hard check then fails on resume, so the resumed record drops both, as the speculative
+    run would have, and equals an uninterrupted one. No note says a step was re-run that
+    was not."""
+    crash = {"on": False}
+    cat = _speculating_catalog(crash, idempotent=idempotent)
+    questions = [Question("approve", forced=False)]
+    uninterrupted = System(cat, questions).ask({"customer": "c"})
+    first = System(cat, questions, journal=tmp_path / "j.db")
+    crash["on"] = True
+    with pytest.raises(_Crash):
+        anyio.run(
+            functools.partial(first.aask, speculate=True, request_id="r-1"), {"customer": "c"}
+        )
+    crash["on"] = False
+    assert first.journal is not None
+    first.journal.close()
+    second = System(cat, questions, journal=tmp_path / "j.db")
+    resumed = second.resume("r-1")
+    second.close()
+    assert [s.part for s in resumed.trace.steps] == ["account", "active"]
+    assert "bureau" not in resumed.values
+    assert resumed.hash == uninterrupted.hash
+    (note,) = (n for n in resumed.notes if n.startswith("bureau_detail"))
+    if idempotent:
+        expected = "not re-run (not needed: hard check active failed)"
+    else:
+        expected = "not re-run (declare idempotent=True to allow it)"
+    assert note == f"bureau_detail was interrupted during execution; {expected}"
