@@ -66,14 +66,16 @@ class RequestGuard:
         raise RequestError(msg, key=key)
 
 
-def check_request_value(key: str, value: object) -> None:
-    """Refuse a request value that its record could not hold, before anything runs.
+def check_request_value(key: str, value: object) -> Any:
+    """A request value's record form, taken before anything runs: the record then shows
+    the input as it was asked, whatever later becomes of the caller's objects.
 
     Raises:
-        RecordError: naming the key and the path inside the value.
+        RecordError: the record could not hold the value; naming the key and the
+            path inside it.
     """
     try:
-        to_record_value(value, f"request key {key!r}")
+        return to_record_value(value, f"request key {key!r}")
     except RecordError as exc:
         raise RecordError(str(exc), fact=key) from None
 

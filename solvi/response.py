@@ -329,7 +329,7 @@ class Response:
             "format": RECORD_FORMAT,
             "catalog": self._catalog,
             "catalog_version": self._catalog_version,
-            "input": {k: to_record_value(v, f"input {k}") for k, v in run.state.items()},
+            "input": _input_record(run),
             "early_exit": run.early_exit,
             "flow": list(self._program.step_names),
             "answers": answers,
@@ -462,3 +462,13 @@ def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
         lines.append("order")
         lines.extend(f"  {n}. {line}" for n, line in enumerate(order, 1))
     return "\n".join(lines)
+
+
+def _input_record(run: Run) -> dict[str, Any]:
+    """The request's input in its record form: each container's as it was taken when
+    the request began (scalars cannot change)."""
+    forms = run.input_forms or {}
+    return {
+        k: forms[k] if k in forms else to_record_value(v, f"input {k}")
+        for k, v in run.state.items()
+    }

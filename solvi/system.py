@@ -488,18 +488,23 @@ class System:
         A caller's request id must be new to the journal: the caller checks that
         first (`_check_new_in_journal`), off the event loop under `aask`.
         """
-        if not isinstance(state, dict):
-            state = self._as_state(state)
+        # A copy: the caller may reuse its dict for the next request, and the record
+        # is made later, from this.
+        state = dict(state) if type(state) is dict else self._as_state(state)
         if early_exit is not None:
             check_flag("early_exit", early_exit)
         if timeout is not None:
             check_positive("timeout", timeout)
         program, prices = self.planner.program_for(state)
+        forms: dict[str, Any] | None = None
         for key, value in state.items():
             if type(value) not in PLAIN_TYPES or (
                 type(value) is int and not NEGATIVE_HUGE_INT < value < HUGE_INT
             ):
-                check_request_value(key, value)
+                # A container, say, that the caller may change later: its record form now.
+                if forms is None:
+                    forms = {}
+                forms[key] = check_request_value(key, value)
         settings = self.settings  # read once: this runs on every request
         run = Run(
             program,
@@ -510,6 +515,7 @@ class System:
             prices=prices,
             found=settings.guards == "found",
         )
+        run.input_forms = forms
         table = self._hook_table if not hooks else self._table_with(hooks)
         if self.journal is not None or self.store is not None or table is not None:
             rid = request_id or _new_request_id()

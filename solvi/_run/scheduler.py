@@ -136,6 +136,7 @@ class Run:
         "hook_catalog",
         "hook_start",
         "hooks",
+        "input_forms",
         "journal",
         "notes",
         "open_mask",
@@ -169,6 +170,9 @@ class Run:
     ) -> None:
         self.program = program
         self.state = state
+        #: the record forms of input values that are not plain scalars, taken when the
+        #: request began (None: every value is a plain scalar)
+        self.input_forms: dict[str, Any] | None = None
         self.vals: dict[str, Any] = dict(state)
         self.status = [PENDING] * len(program.nodes)
         self.causes: dict[int, Cause] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
 
@@ -109,4 +110,34 @@ def test_show_without_timings_is_the_same_text_on_every_run(lapsed: Response) ->
         "skipped\n"
         "  fraud_rules  not needed: fraud_score came from fraud_model\n"
         "  approve      not needed: hard check policy_in_force failed"
+    )
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask"])
+def test_the_record_keeps_the_input_as_asked_when_the_caller_reuses_its_dict(
+    driver: str,
+) -> None:
+    """A caller that changes its dict for the next request, at the top or deep inside,
+    changes neither the input nor the record of the request it already asked."""
+    system = System(claims_catalog(Calls()), [Question("approve", forced=False), "fast_track"])
+    state = {"policy_id": "X1", "claim": {"amount": 100, "items": [1, 2]}}
+    if driver == "ask":
+        response = system.ask(state)
+    else:
+        response = anyio.run(system.aask, state)
+    asked = response.hash
+    state["policy_id"] = "P9"
+    state["claim"]["amount"] = 5  # type: ignore[index]
+    state["claim"]["items"].append(3)  # type: ignore[index,union-attr]
+    state["extra"] = True
+    assert response.input["policy_id"] == "X1"
+    assert "extra" not in response.input
+    assert response.record["input"] == {
+        "policy_id": "X1",
+        "claim": {"amount": 100, "items": [1, 2]},
+    }
+    assert (
+        response.hash
+        == asked
+        == system.ask(LAPSED | {"claim": {"amount": 100, "items": [1, 2]}}).hash
     )
