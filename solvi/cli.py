@@ -23,7 +23,7 @@ from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, RequestError, _closest
 from solvi.flow import Flow
 from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
-from solvi.response import render
+from solvi.response import record_hashes, render
 from solvi.serve import add_serve_command
 from solvi.storecli import add_store_commands
 from solvi.strategy import fact_cycles, reachable_facts
@@ -296,10 +296,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
         raise _Failure(msg)
     try:
         print(render(record))
+        own, _ = record_hashes(record)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         kind = type(exc).__name__
         msg = f"{name} is a damaged decision record ({kind}: {exc}); {_FIX_SHOW}"
         raise _Failure(msg) from exc
+    if own != record["hash"]:
+        print(
+            f"solvi show: {name} was edited after it was made: it carries hash "
+            f"{str(record['hash'])[:12]}, its content gives {own[:12]}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -29,6 +29,7 @@ from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.inputs import as_state
 from solvi.record import canonical_json
+from solvi.response import record_hashes
 
 if TYPE_CHECKING:
     from solvi.storage import Store
@@ -59,16 +60,24 @@ class Difference:
     None stands for a fact that was not computed), ``"step"`` (`name` is the
     part; each side is ``{"outcome": ..., "message": ...}`` for a step that
     ran, ``{"skipped": reason}`` for one that did not, or None for a step the
-    record does not mention, e.g. one deleted from it) or ``"hash"`` (`name`
-    is ``"hash"``).
+    record does not mention, e.g. one deleted from it), ``"hash"`` (`name`
+    is ``"hash"``) or ``"altered"``: the record was edited after it was made,
+    so its content no longer gives the hash it carries (`name` is ``"hash"`` or
+    ``"decision_hash"``; `stored` is the hash the record carries, `replayed`
+    the one its content gives).
     """
 
-    kind: Literal["answer", "value", "step", "hash"]
+    kind: Literal["answer", "value", "step", "hash", "altered"]
     name: str
     stored: Any
     replayed: Any
 
     def __str__(self) -> str:
+        if self.kind == "altered":
+            return (
+                f"altered {self.name}: the record carries {str(self.stored)[:16]}, its "
+                f"content gives {self.replayed[:16]} (it was edited after it was made)"
+            )
         if self.kind == "step":
             stored, replayed = _step_text(self.stored), _step_text(self.replayed)
         else:
@@ -299,7 +308,7 @@ def replay(
     response = respond(run, system.name, system.version)
     # Compare JSON with JSON: the stored record went through the same conversion.
     fresh: dict[str, Any] = json.loads(canonical_json(response.record))
-    differences = _compare(record, fresh)
+    differences = _altered(record) + _compare(record, fresh)
     return ReplayResult(
         request_id, same=not differences, differences=differences, not_rerun=not_rerun
     )
@@ -363,6 +372,16 @@ def _taking_recorded(recorded: Mapping[str, Cause], taken: list[str]) -> Caller:
 
 
 # -- comparing ---------------------------------------------------------------------------
+
+
+def _altered(record: Mapping[str, Any]) -> tuple[Difference, ...]:
+    """The hashes a record carries that its content does not give (a record written
+    before `decision_hash` existed carries none, and is not faulted for it)."""
+    return tuple(
+        Difference("altered", name, record[name], own)
+        for name, own in zip(("hash", "decision_hash"), record_hashes(record), strict=True)
+        if name in record and record[name] != own
+    )
 
 
 def _compare(record: Mapping[str, Any], fresh: Mapping[str, Any]) -> tuple[Difference, ...]:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -35,11 +35,18 @@ __all__ = [
     "Step",
     "Trace",
     "answer_of",
+    "record_hashes",
     "render",
 ]
 
 Status = Literal["decided", "forced", "abstained"]
 RECORD_FORMAT = "solvi.record/1"
+#: what `Response.record` (and a text request's) adds to the body its hash covers
+UNHASHED: Final = ("plan", "order", "request_id", "notes", "hash", "decision_hash", "matched")
+#: what it adds to each step
+UNHASHED_IN_STEPS: Final = ("start_ms", "duration_ms")
+#: what the decision hash covers
+DECIDING: Final = ("catalog", "catalog_version", "input", "answers")
 #: what each line of the default order says about it
 _DEFAULT_ORDER = "(default order)"
 
@@ -362,9 +369,7 @@ class Response:
         early exit: it identifies the decision, `hash` the whole record.
         """
         body = self._body
-        return record_hash(
-            {key: body[key] for key in ("catalog", "catalog_version", "input", "answers")}
-        )
+        return record_hash({key: body[key] for key in DECIDING})
 
     @property
     def record(self) -> dict[str, Any]:
@@ -435,8 +440,11 @@ def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
 
     When a learned order ran, the lines of `Trace.explain_order` close the view.
     """
+    request_id = record.get("request_id")
     lines = [
-        f"{record['catalog']}  hash {record['hash'][:12]}"
+        f"{record['catalog']}"
+        + ("" if request_id is None else f"  request {request_id}")
+        + f"  hash {record['hash'][:12]}"
         + ("" if record["early_exit"] else "  (whole flow)")
     ]
     answers = record["answers"]
@@ -461,6 +469,11 @@ def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
         # A learned order (or an order object) ran: say why each hard check ran when.
         lines.append("order")
         lines.extend(f"  {n}. {line}" for n, line in enumerate(order, 1))
+    notes = record.get("notes") or []
+    if notes:
+        # A resumed request: what became of the steps its crash interrupted.
+        lines.append("notes")
+        lines.extend(f"  {note}" for note in notes)
     return "\n".join(lines)
 
 
@@ -472,3 +485,17 @@ def _input_record(run: Run) -> dict[str, Any]:
         k: forms[k] if k in forms else to_record_value(v, f"input {k}")
         for k, v in run.state.items()
     }
+
+
+def record_hashes(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The hash and the decision hash that a record's content gives: a record edited
+    after it was made no longer gives the hashes it carries.
+
+    Raises:
+        KeyError, TypeError: `record` is not shaped like a decision record.
+    """
+    body = {k: v for k, v in record.items() if k not in UNHASHED}
+    body["steps"] = [
+        {k: v for k, v in step.items() if k not in UNHASHED_IN_STEPS} for step in record["steps"]
+    ]
+    return record_hash(body), record_hash({key: body[key] for key in DECIDING})

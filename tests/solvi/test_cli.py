@@ -13,7 +13,7 @@ import pytest
 
 from solvi import Catalog, Question, Response, System
 from solvi.cli import main
-from solvi.response import render
+from solvi.response import record_hashes, render
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOWS = Path(__file__).resolve().parent / "flows"
@@ -414,6 +414,35 @@ def test_show_prints_a_stored_record(capsys: pytest.CaptureFixture[str], tmp_pat
     assert out == res.show() + "\n"
     assert out == render(json.loads(res.to_json(indent=2))) + "\n"
     assert "accept  forced     false     hard check in_stock failed" in out
+
+
+def test_show_says_when_a_record_was_edited_after_it_was_made(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """It prints the record, then says on standard error that its content no longer
+    gives the hash it carries, and exits with status 1."""
+    res = _small_response()
+    record = json.loads(res.to_json())
+    record["answers"]["accept"]["reason"] = "rule accept"
+    path = tmp_path / "decision.json"
+    path.write_text(json.dumps(record))
+    status, out, err = _run(capsys, "show", str(path))
+    assert status == 1
+    assert "rule accept" in out
+    own, _ = record_hashes(record)
+    assert err == (
+        f"solvi show: '{path}' was edited after it was made: it carries hash "
+        f"{res.hash[:12]}, its content gives {own[:12]}\n"
+    )
+
+
+def test_show_prints_a_resumed_records_request_id_and_notes() -> None:
+    """Both say the record is of a resumed request, and what became of its steps."""
+    record = json.loads(_small_response().to_json())
+    record["request_id"], record["notes"] = "r-7", ["score was interrupted; re-run"]
+    lines = render(record).splitlines()
+    assert lines[0].startswith("orders  request r-7  hash ")
+    assert lines[-2:] == ["notes", "  score was interrupted; re-run"]
 
 
 def test_show_reads_standard_input(

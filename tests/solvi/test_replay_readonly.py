@@ -80,12 +80,11 @@ def test_a_step_deleted_from_a_stored_record_is_a_difference(
 
     _edit_record(db, "a", drop_score)
     result = replay(system, "a", store=store)
-    assert result == ReplayResult(
-        "a",
-        same=False,
-        differences=(Difference("step", "score", None, {"outcome": "ok", "message": None}),),
-    )
-    assert str(result.differences[0]) == "step score: stored missing, replayed ran (ok)"
+    altered, deleted = result.differences
+    assert result == ReplayResult("a", same=False, differences=(altered, deleted))
+    assert (altered.kind, altered.name) == ("altered", "hash")
+    assert deleted == Difference("step", "score", None, {"outcome": "ok", "message": None})
+    assert str(deleted) == "step score: stored missing, replayed ran (ok)"
 
 
 def test_a_skipped_step_deleted_from_a_record_is_a_difference(settings: dict[str, Any]) -> None:
@@ -95,7 +94,8 @@ def test_a_skipped_step_deleted_from_a_record_is_a_difference(settings: dict[str
     reason = "not needed: hard check adult failed"
     assert record["skipped"][0] == ["rate", reason]
     record["skipped"] = record["skipped"][1:]
-    (difference,) = replay(system, record).differences
+    altered, difference = replay(system, record).differences
+    assert (altered.kind, altered.name) == ("altered", "hash")
     assert difference == Difference("step", "rate", None, {"skipped": reason})
     assert str(difference) == f"step rate: stored missing, replayed skipped ({reason})"
 
@@ -106,7 +106,9 @@ def test_a_step_the_flow_does_not_plan_is_a_difference(settings: dict[str, Any])
     record = system.ask(ADULT).record
     record["steps"].append({"part": "ghost", "fact": "ghost", "outcome": "ok", "message": None})
     record["steps"][0]["outcome"] = "error"
-    assert [(d.kind, d.name, d.stored, d.replayed) for d in replay(system, record).differences] == [
+    altered, *differences = replay(system, record).differences
+    assert (altered.kind, altered.name) == ("altered", "hash")
+    assert [(d.kind, d.name, d.stored, d.replayed) for d in differences] == [
         (
             "step",
             "adult",
@@ -414,3 +416,52 @@ def test_replay_command_on_its_own_store_ends_and_writes_nothing(
     assert again.replay(first).same
     assert _counts(db) == before
     again.store.close()  # type: ignore[union-attr]  # not System.close: that saves learning
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda r: r["safeguards"].clear(), id="a safeguard deleted"),
+        pytest.param(lambda r: r["steps"].reverse(), id="steps reordered"),
+        pytest.param(lambda r: r["steps"][0].update(fact="other"), id="a step's fact"),
+        pytest.param(lambda r: r["flow"].pop(), id="the flow"),
+        pytest.param(lambda r: r["steps"].append(dict(r["steps"][0])), id="a step twice"),
+        pytest.param(lambda r: r.update(format="solvi.record/0"), id="the format"),
+    ],
+)
+def test_a_record_edited_where_the_replay_does_not_look_is_still_caught(edit: Any) -> None:
+    """Its content no longer gives the hash it carries: an `altered` difference, even
+    where the answers, values and steps come out the same."""
+    cat = Catalog("down")
+
+    @cat.fn
+    def rate(applicant: dict[str, Any]) -> float:
+        raise ConnectionError("rate service down")
+
+    @cat.check(hard=True)
+    def adult(applicant: dict[str, Any]) -> bool:
+        return applicant["age"] >= 18
+
+    @cat.rule
+    def approve(adult: bool, rate: float) -> bool:
+        return rate < 0.1
+
+    system = System(cat, ["approve"])
+    response = system.ask(ADULT)
+    record = response.record
+    assert record["safeguards"]
+    assert replay(system, record).same
+    edit(record)
+    result = replay(system, record)
+    assert not result.same
+    (altered,) = (d for d in result.differences if d.kind == "altered")
+    assert (altered.name, altered.stored) == ("hash", response.hash)
+    assert str(altered).startswith(f"altered hash: the record carries {altered.stored[:16]}, ")
+
+
+def test_an_edited_decision_hash_is_caught(settings: dict[str, Any]) -> None:
+    system = _loans(settings)
+    record = system.ask(ADULT).record
+    record["decision_hash"] = "0" * 64
+    (altered,) = replay(system, record).differences
+    assert (altered.kind, altered.name, altered.stored) == ("altered", "decision_hash", "0" * 64)
