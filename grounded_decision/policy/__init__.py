@@ -5,6 +5,7 @@ from __future__ import annotations
 from grounded_decision.policy.automata import (
     ACTION_PRIORITY,
     MAX_POLICY_STATES,
+    MAX_POLICY_TRANSITIONS,
     WAITING_PRIORITY,
     Dfa,
     Symbol,
@@ -17,6 +18,7 @@ from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Star, Test, pars
 __all__ = [
     "ACTION_PRIORITY",
     "MAX_POLICY_STATES",
+    "MAX_POLICY_TRANSITIONS",
     "WAITING_PRIORITY",
     "Act",
     "Alt",

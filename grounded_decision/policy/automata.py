@@ -19,6 +19,7 @@ from grounded_decision.statechart.chart import State, Statechart, Transition
 __all__ = [
     "ACTION_PRIORITY",
     "MAX_POLICY_STATES",
+    "MAX_POLICY_TRANSITIONS",
     "WAITING_PRIORITY",
     "Dfa",
     "Symbol",
@@ -35,6 +36,10 @@ ACTION_PRIORITY = 2
 WAITING_PRIORITY = 1
 """Priority of every other text-policy state (odd: not progress)."""
 MAX_POLICY_STATES = 10_000
+#: the most transitions a chart built from a policy may have: an action state takes
+#: every move of the state after its action, so ``(test(e) ; act(a) | ...)*`` with n
+#: alternatives needs about n * n, and memory grows with them
+MAX_POLICY_TRANSITIONS = 250_000
 """Most automaton states ``compile_policy`` builds for one text policy by default."""
 
 
@@ -76,15 +81,70 @@ class _Nfa:
         self.empty[tail] += [head, exit_]
         return entry, exit_
 
-    def closure(self, states: Iterable[int]) -> frozenset[int]:
-        seen = set(states)
-        stack = list(seen)
-        while stack:
-            for nxt in self.empty[stack.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        return frozenset(seen)
+    def closures(self, final: int) -> list[frozenset[int]]:
+        """Per state, the states its empty moves reach that matter to the subset step:
+        those with a move of their own, and `final` (acceptance).
+
+        Two subsets alike in these behave alike, so the subset step keeps only them,
+        and ``(test(e) ; act(a) | ...)*`` then needs one subset after every act, not
+        one per alternative. Worked out once, strongly connected parts of the empty
+        moves together, in reverse topological order (Tarjan's order, kept on an
+        explicit stack): a state that adds nothing shares its successor's set, so the
+        work stays near the size of the automaton.
+        """
+        count = len(self.empty)
+        index = [-1] * count
+        low = [0] * count
+        on_stack = [False] * count
+        stack: list[int] = []
+        component = [-1] * count
+        sets: list[frozenset[int]] = []
+        counter = 0
+        for root in range(count):
+            if index[root] != -1:
+                continue
+            work = [(root, 0)]
+            while work:
+                state, child = work.pop()
+                if child == 0:
+                    index[state] = low[state] = counter
+                    counter += 1
+                    stack.append(state)
+                    on_stack[state] = True
+                successors = self.empty[state]
+                if child < len(successors):
+                    work.append((state, child + 1))
+                    nxt = successors[child]
+                    if index[nxt] == -1:
+                        work.append((nxt, 0))
+                    elif on_stack[nxt]:
+                        low[state] = min(low[state], index[nxt])
+                    continue
+                if work and work[-1][0] != state:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[state])
+                if low[state] != index[state]:
+                    continue
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack[member] = False
+                    component[member] = len(sets)
+                    members.append(member)
+                    if member == state:
+                        break
+                own = {m for m in members if self.moves[m] or m == final}
+                below = {
+                    component[nxt]
+                    for m in members
+                    for nxt in self.empty[m]
+                    if component[nxt] != len(sets)
+                }
+                if not own and len(below) == 1:
+                    sets.append(sets[next(iter(below))])  # adds nothing: share it
+                else:
+                    sets.append(frozenset(own.union(*(sets[c] for c in below))))
+        return [sets[component[state]] for state in range(count)]
 
 
 @attrs.frozen
@@ -132,7 +192,8 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
     """
     nfa = _Nfa()
     entry, exit_ = nfa.build(expr)
-    first = nfa.closure([entry])
+    closures = nfa.closures(exit_)
+    first = closures[entry]
     subsets = {first: 0}
     order = [first]
     raw: list[dict[Symbol, int]] = []
@@ -143,13 +204,19 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
                 targets.setdefault(symbol, set()).add(nxt)
         row: dict[Symbol, int] = {}
         for symbol in sorted(targets):
-            closed = nfa.closure(targets[symbol])
+            reached = [closures[nxt] for nxt in targets[symbol]]
+            closed = reached[0] if len(reached) == 1 else frozenset().union(*reached)
             if closed not in subsets:
                 if max_states is not None and len(order) >= max_states:
+                    limit = (
+                        f"MAX_POLICY_STATES = {MAX_POLICY_STATES}"
+                        if max_states == MAX_POLICY_STATES
+                        else f"max_states = {max_states}"
+                    )
                     msg = (
                         f"policy needs more than {max_states} automaton states (limit"
-                        f" MAX_POLICY_STATES = {MAX_POLICY_STATES}); shorten it, or build the"
-                        " chart with dfa_to_statechart(compile_policy(expr, max_states=N), name)"
+                        f" {limit}); shorten it, or build the chart with"
+                        " dfa_to_statechart(compile_policy(expr, max_states=N), name)"
                         " and pass it to Module(name, chart, expr=expr)"
                     )
                     raise PolicyCompileError(msg)
@@ -229,7 +296,9 @@ def _minimise(raw: list[dict[Symbol, int]], accepting: frozenset[int]) -> Dfa:
     )
 
 
-def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
+def dfa_to_statechart(
+    dfa: Dfa, name: str, *, max_transitions: int | None = MAX_POLICY_TRANSITIONS
+) -> Statechart:
     """Turn a policy automaton into a statechart the module can run.
 
     A state with an ``act(a)`` move proposes ``a``; once proposed the action counts as
@@ -240,8 +309,9 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
 
     Raises:
         PolicyCompileError: when one state could propose two different actions, an
-            ``act`` directly follows another ``act``, or an ``act`` can be the first step
-            (nothing arrives at the start state, so it would never be proposed).
+            ``act`` directly follows another ``act``, an ``act`` can be the first step
+            (nothing arrives at the start state, so it would never be proposed), or the
+            chart would have more than ``max_transitions`` transitions (None: no cap).
     """
     first = sorted(label for (kind, label) in dfa.delta[dfa.start] if kind == "act")
     if first:
@@ -253,6 +323,7 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
         raise PolicyCompileError(msg)
     actions: dict[int, str | None] = {}
     moves: dict[int, dict[str, int]] = {}
+    counted = 0
     for state, row in enumerate(dfa.delta):
         acts = sorted((label, nxt) for (kind, label), nxt in row.items() if kind == "act")
         if len(acts) > 1:
@@ -276,6 +347,21 @@ def dfa_to_statechart(dfa: Dfa, name: str) -> Statechart:
         else:
             actions[state] = None
         moves[state] = own
+        counted += len(own)
+        if max_transitions is not None and counted > max_transitions:
+            limit = (
+                f"MAX_POLICY_TRANSITIONS = {MAX_POLICY_TRANSITIONS}"
+                if max_transitions == MAX_POLICY_TRANSITIONS
+                else f"max_transitions = {max_transitions}"
+            )
+            msg = (
+                f"policy {name!r} needs a chart of more than {max_transitions} transitions"
+                f" (limit {limit}): each state that proposes an action also takes every"
+                " move of the state after it, so many alternatives under one * multiply;"
+                " split the policy, or build the chart with dfa_to_statechart(dfa, name,"
+                " max_transitions=N) and pass it to Module(name, chart, expr=expr)"
+            )
+            raise PolicyCompileError(msg)
     numbering = {dfa.start: 0}
     queue = [dfa.start]
     for state in queue:

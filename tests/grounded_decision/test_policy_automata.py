@@ -197,3 +197,37 @@ def test_a_policy_whose_automaton_blows_up_is_refused() -> None:
     assert len(compile_policy(parse(small), max_states=None)) == 2**5 + 1
     with pytest.raises(PolicyCompileError, match=r"more than 8 automaton states"):
         compile_policy(parse(small), max_states=8)
+
+
+def _starred_alternatives(n: int) -> str:
+    return "(" + " | ".join(f"test(e{i}) ; test(f{i}) ; act(a{i})" for i in range(n)) + ")*"
+
+
+def test_many_starred_alternatives_compile_to_an_automaton_of_their_own_size() -> None:
+    """After each act the automaton is back at one state, not one per alternative."""
+    dfa = compile_policy(parse(_starred_alternatives(2000)))
+    assert len(dfa) == 2 * 2000 + 1  # the start, then each alternative's two tests
+
+
+def test_a_chart_whose_transitions_multiply_is_refused_naming_the_cap() -> None:
+    """Each action state takes the loop's n moves: n * n transitions, refused past the cap
+    before they are built; a cap of None, or a larger one, builds the chart."""
+    dfa = compile_policy(parse(_starred_alternatives(600)))
+    with pytest.raises(
+        PolicyCompileError,
+        match=r"more than 250000 transitions \(limit MAX_POLICY_TRANSITIONS = 250000\).*"
+        r"max_transitions=N",
+    ):
+        dfa_to_statechart(dfa, "p")
+    small = compile_policy(parse(_starred_alternatives(30)))
+    with pytest.raises(PolicyCompileError, match=r"limit max_transitions = 100\)"):
+        dfa_to_statechart(small, "p", max_transitions=100)
+    chart = dfa_to_statechart(small, "p", max_transitions=None)
+    assert len(chart.transitions) == 30 * 30 + 2 * 30
+
+
+def test_a_cap_passed_by_the_caller_is_the_one_named() -> None:
+    ab = "(test(a) | test(b))"
+    text = f"{ab}* ; test(a) ; " + " ; ".join([ab] * 6) + " ; act(x)"
+    with pytest.raises(PolicyCompileError, match=r"\(limit max_states = 20\)"):
+        compile_policy(parse(text), max_states=20)
