@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from grounded_decision._listing import listed
 from grounded_decision.errors import GameTooLarge, ParityUnsolved
 from grounded_decision.evidence import Evidence, EvidenceRules
 from grounded_decision.policy.automata import cycle_rank
@@ -115,18 +116,6 @@ class Channel:
         }
 
 
-#: sources a summary names before it counts the rest
-LISTED_SOURCES = 10
-
-
-def _listed(names: list[str]) -> str:
-    """The first LISTED_SOURCES names and a count of the rest, so a summary (and every
-    record and answer that copies it) stays short however many sources there are."""
-    shown = ", ".join(names[:LISTED_SOURCES])
-    rest = len(names) - LISTED_SOURCES
-    return shown if rest <= 0 else f"{shown} and {rest} more"
-
-
 def evidence_checks(evidence: Evidence, rules: EvidenceRules) -> tuple[Channel, ...]:
     """Run the four evidence checks on one decision's evidence."""
     observations = evidence.observations
@@ -177,8 +166,8 @@ def evidence_checks(evidence: Evidence, rules: EvidenceRules) -> tuple[Channel, 
         if rules.known_sources is None
         else sorted({obs.source for obs in observations} - rules.known_sources)
     )
-    problems = [f"no provenance from {_listed(untraced)}"] if untraced else []
-    problems += [f"unknown sources: {_listed(unknown)}"] if unknown else []
+    problems = [f"no provenance from {listed(untraced)}"] if untraced else []
+    problems += [f"unknown sources: {listed(unknown)}"] if unknown else []
     traced = bool(observations) and not problems
     provenance = Channel(
         name="provenance",

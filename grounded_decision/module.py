@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from grounded_decision._listing import listed
 from grounded_decision.checks import (
     CHECK_NAMES,
     PAYOFF_BEST_CASE,
@@ -397,13 +398,12 @@ class Module:
         """The state to decide from: ``None`` is the initial state; anything else must be one."""
         if state is None:
             return self.chart.initial
-        states = self.chart.states()
-        if isinstance(state, str) and state in states:
+        if isinstance(state, str) and state in self.chart:
             return state
         shown = repr(state) if isinstance(state, str) else f"{state!r} ({type(state).__name__})"
         msg = (
             f"module {self.name!r}: {shown} is not a state of chart {self.chart.name!r}, whose"
-            f" states are {', '.join(states)}; pass one of them, or None for the initial"
-            f" state {self.chart.initial!r}"
+            f" states are {listed(self.chart.states())}; pass one of them, or None for the"
+            f" initial state {self.chart.initial!r}"
         )
         raise ChartError(msg, chart=self.chart.name, name=state if isinstance(state, str) else None)

@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import attrs
 
+from grounded_decision._listing import listed
 from grounded_decision.errors import ChartError
 
 __all__ = ["State", "Statechart", "Transition"]
@@ -83,12 +84,19 @@ class Statechart:
     _by_name: Mapping[str, State] = attrs.field(init=False, eq=False, repr=False)
     _moves: Mapping[tuple[str, str], Transition] = attrs.field(init=False, eq=False, repr=False)
     _outgoing: Mapping[str, tuple[Transition, ...]] = attrs.field(init=False, eq=False, repr=False)
+    _initial: str | None = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # Lookups used on every step are built once per chart value.
         object.__setattr__(self, "_by_name", _index_states(self.state_list))
         object.__setattr__(self, "_moves", _index_moves(self.transitions))
         object.__setattr__(self, "_outgoing", _index_outgoing(self.transitions))
+        first = next((st.name for st in self.state_list if st.initial), None)
+        object.__setattr__(self, "_initial", first)
+
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is one of the chart's states."""
+        return isinstance(name, str) and name in self._by_name
 
     def state(
         self,
@@ -198,9 +206,8 @@ class Statechart:
         Raises:
             ChartError: when no state is marked ``initial=True``.
         """
-        for st in self.state_list:
-            if st.initial:
-                return st.name
+        if self._initial is not None:
+            return self._initial
         msg = f"chart {self.name!r} has no initial state; mark one with initial=True"
         raise ChartError(
             msg,
@@ -215,7 +222,7 @@ class Statechart:
         """
         found = self._by_name.get(name)
         if found is None:
-            known = ", ".join(self.states()) or "none"
+            known = listed(self.states()) or "none"
             msg = f"chart {self.name!r} has no state {name!r}; known states: {known}"
             raise ChartError(
                 msg,

@@ -12,6 +12,7 @@ import pytest
 from grounded_decision import (
     CHECK_NAMES,
     REFS,
+    ChartError,
     Decision,
     Event,
     Evidence,
@@ -443,3 +444,39 @@ def test_a_summary_names_ten_sources_and_counts_the_rest() -> None:
     assert summary.startswith("no provenance from s000000, s000001,")
     assert summary.endswith("s000009 and 99990 more")
     assert len(record.reason) < 1_000
+
+
+def _ring(length: int) -> Statechart:
+    """A ring built from tuples, its initial state last (so a scan for it reads all)."""
+    from grounded_decision.statechart.chart import State, Transition
+
+    states = tuple(State(f"s{i}", initial=i == length - 1) for i in range(length))
+    moves = tuple(Transition(f"s{i}", "next", f"s{(i + 1) % length}") for i in range(length))
+    return Statechart("ring", states, moves)
+
+
+def test_deciding_reads_no_list_of_every_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision looks its states up: it never lists the chart's states, so its work is
+    the same on a chart of 20,000 states as on one of 20."""
+    module = Module(name="ring", chart=_ring(20_000), limits=Limits(None, None, None))
+    evidence = well_corroborated_evidence()
+
+    def listing(self: Statechart) -> tuple[str, ...]:
+        raise AssertionError("a decision listed every state")
+
+    monkeypatch.setattr(Statechart, "states", listing)
+    assert module.decide(Event("next", entity="E"), evidence).from_state == "s19999"
+    assert module.decide_from(None, Event("next"), evidence).from_state == "s19999"
+    assert module.decide_from("s5", Event("next"), evidence).from_state == "s5"
+    assert module.state_of("E") == "s0"
+
+
+def test_an_unknown_state_names_ten_states_and_counts_the_rest() -> None:
+    module = Module(name="ring", chart=_ring(20_000), limits=Limits(None, None, None))
+    with pytest.raises(ChartError) as caught:
+        module.decide_from("nope", Event("next"), well_corroborated_evidence())
+    message = str(caught.value)
+    assert "whose states are s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 and 19990 more;" in message
+    assert len(message) < 300
+    with pytest.raises(ChartError, match=r"known states: s0, s1, .*, s9 and 19990 more$"):
+        module.chart.get("nope")
