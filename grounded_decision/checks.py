@@ -243,6 +243,8 @@ class Progress:
         vertices: number of game vertices.
         summary: ``parity_win=... nonnegative_mean=...``, or the refusal's message.
         refused: whether a solver refused (too large or too deep).
+        limit: the ``Limits`` field a refusal reached (raise it, or pass ``None``), else
+            ``None``.
         payoff: which payoff answer ``nonnegative_mean`` is: ``"best-case"`` (``best_mean``)
             or ``"two-player"`` (``game_value``).
         game_value: the two-player value from the start, rounded to a float; ``None`` in
@@ -257,6 +259,7 @@ class Progress:
     refused: bool
     payoff: str = PAYOFF_BEST_CASE
     game_value: float | None = None
+    limit: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -288,7 +291,14 @@ def solve_progress(
             value = float(mean_payoff_value(game, limits))
     except (GameTooLarge, ParityUnsolved) as exc:
         return Progress(
-            False, False, None, len(chart.states()), str(exc), refused=True, payoff=payoff
+            False,
+            False,
+            None,
+            len(chart.states()),
+            str(exc),
+            refused=True,
+            payoff=payoff,
+            limit=exc.setting,
         )
     nonnegative = (best if value is None else value) >= -MEAN_TOLERANCE
     summary = f"parity_win={parity_win} nonnegative_mean={nonnegative}"
@@ -316,6 +326,7 @@ def game_check(progress: Progress) -> Channel:
             "best_mean": progress.best_mean,
             "vertices": progress.vertices,
             "refused": progress.refused,
+            "limit": progress.limit,
             "certified": not progress.refused,
             "payoff": progress.payoff,
             "game_value": progress.game_value,

@@ -46,12 +46,19 @@ class PolicyCompileError(GroundedDecisionError, ValueError):
 
 
 class GameTooLarge(GroundedDecisionError, ValueError):
-    """A game has more vertices than a solver's limit allows."""
+    """A game has more vertices than a solver's limit allows.
 
-    def __init__(self, message: str, *, vertices: int, limit: int) -> None:
+    ``setting`` names the ``Limits`` field that was reached (``max_game_vertices`` or
+    ``max_karp_vertices``); raise it, or pass ``None`` for no cap.
+    """
+
+    def __init__(
+        self, message: str, *, vertices: int, limit: int, setting: str = "max_game_vertices"
+    ) -> None:
         super().__init__(message)
         self.vertices = vertices
         self.limit = limit
+        self.setting = setting
 
 
 class ParityUnsolved(GroundedDecisionError, RuntimeError):

@@ -46,6 +46,7 @@ def _check_size(game: GameGraph, limits: Limits | None) -> None:
             msg,
             vertices=len(game),
             limit=limit,
+            setting="max_karp_vertices",
         )
 
 

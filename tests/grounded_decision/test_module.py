@@ -157,6 +157,7 @@ def test_game_vertex_limit_abstains_with_the_solver_message() -> None:
     assert record.extras == {"state": "b"}
     assert record.proposed_action == "notify"
     assert record.channel("game").metrics["refused"] is True
+    assert record.channel("game").metrics["limit"] == "max_game_vertices"
 
 
 def test_mean_payoff_limit_abstains_with_the_solver_message() -> None:
@@ -168,6 +169,7 @@ def test_mean_payoff_limit_abstains_with_the_solver_message() -> None:
     assert record.extras == {"state": "b"}
     game = record.channel("game")
     assert (game.metrics["parity_win"], game.metrics["nonnegative_mean"]) == (False, False)
+    assert game.metrics["limit"] == "max_karp_vertices"
 
 
 def test_parity_depth_limit_abstains() -> None:
@@ -184,6 +186,9 @@ def test_parity_depth_limit_abstains() -> None:
         Event("go"), well_corroborated_evidence()
     )
     assert record.reason == "parity recursion deeper than limit 1"
+    assert record.channel("game").metrics["limit"] == "max_parity_depth"
+    passed = Module(name="d", chart=chart).decide(Event("go"), well_corroborated_evidence())
+    assert passed.channel("game").metrics["limit"] is None
 
 
 def test_game_is_solved_once_not_per_event() -> None:
