@@ -142,7 +142,11 @@ def _run_examples(names: Sequence[str], as_json: bool) -> int:
     return 0
 
 
-def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
+#: the exit code of a check whose game a cap of `Limits` refused (not a failed check)
+REFUSED = 4
+
+
+def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = False) -> int:
     text = _read_text(path)
     try:
         expr = parse(text)
@@ -151,7 +155,7 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
         text = str(exc).removeprefix(where)
         print(f"{PROG}: {path}:{exc.line}:{exc.column}: {text}", file=sys.stderr)
         return 1
-    module = Module.from_expr(Path(path).stem, expr)
+    module = Module.from_expr(Path(path).stem, expr, NO_LIMITS if no_limits else None)
     if mermaid:
         _out(module.chart.to_mermaid())
         return 0
@@ -162,6 +166,14 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool) -> int:
         _out(f"policy {path}: {expr}")
         for channel in channels:
             _out(format_channel(channel))
+    limit = next((c.metrics.get("limit") for c in channels if c.metrics.get("limit")), None)
+    if limit is not None:
+        print(
+            f"{PROG}: {path}: the game check was refused by Limits.{limit}, not failed; "
+            f"run with --no-limits to solve it whatever its size",
+            file=sys.stderr,
+        )
+        return REFUSED
     return 0 if all(c.passed for c in channels) else 3
 
 
@@ -230,6 +242,11 @@ def _parser() -> argparse.ArgumentParser:
     output = check.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the reports as JSON")
     output.add_argument("--mermaid", action="store_true", help="print the chart as Mermaid")
+    check.add_argument(
+        "--no-limits",
+        action="store_true",
+        help="solve the game whatever its size (every cap of Limits off)",
+    )
     solve = commands.add_parser("solve", help="solve a parity game in PGSolver format")
     solve.add_argument("path", help="a PGSolver game file (parity N; then one line per vertex)")
     solve.add_argument(
@@ -273,7 +290,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             verify=args.verify,
             as_json=args.json,
         )
-    return _check_policy(args.path, as_json=args.json, mermaid=args.mermaid)
+    return _check_policy(
+        args.path, as_json=args.json, mermaid=args.mermaid, no_limits=args.no_limits
+    )
 
 
 def _quiet_broken_pipe() -> int:
@@ -285,7 +304,8 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check failed).
+    """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check
+    failed, 4 a check's game refused by a cap of ``Limits``: `REFUSED`).
 
     ``solve`` exits 3 when ``--verify`` rejects the solution. A file that cannot be read
     or written is 1, with one line naming it; when the reader of standard output goes

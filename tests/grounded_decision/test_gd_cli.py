@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grounded_decision.cli import BROKEN_PIPE, main
+from grounded_decision.cli import BROKEN_PIPE, REFUSED, main
 from grounded_decision.examples import EXAMPLES
 
 
@@ -61,6 +61,25 @@ def test_syntax_error_in_policy_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert f"{path}:2:3: expected test(...), act(...) or '('" in err
     assert "Traceback" not in err
+
+
+def test_a_game_refused_by_a_cap_is_its_own_exit_code_and_no_limits_solves_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """301 states pass the 200-vertex cap: exit 4 (not 3, a failed check) with a line
+    naming the cap and the option; with --no-limits the game is solved and passes."""
+    path = tmp_path / "long.policy"
+    path.write_text(" ; ".join(f"test(e{i})" for i in range(300)) + " ; act(x)\n")
+    assert main(["check", str(path)]) == REFUSED == 4
+    captured = capsys.readouterr()
+    assert "301 vertices exceed limit 200" in captured.out
+    assert captured.err == (
+        f"grounded-decision: {path}: the game check was refused by Limits.max_game_vertices,"
+        " not failed; run with --no-limits to solve it whatever its size\n"
+    )
+    assert main(["check", "--no-limits", "--json", str(path)]) == 0
+    game = next(c for c in json.loads(capsys.readouterr().out) if c["name"] == "game")
+    assert (game["passed"], game["metrics"]["limit"]) == (True, None)
 
 
 def test_missing_policy_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
