@@ -98,7 +98,16 @@ def _split_name(body: str) -> tuple[str, str | None] | None:
     closing = next((m.start() for m in _NAME_STOP.finditer(body, opening + 1) if m[0] == '"'), -1)
     if closing < 0 or body[closing + 1 :].strip():
         return None
-    return body[:opening], _UNESCAPE.sub(r"\1", body[opening + 1 : closing])
+    return body[:opening], _UNESCAPE.sub(_unescaped, body[opening + 1 : closing])
+
+
+#: escapes for the characters that would end a line: a name keeps them on one
+_LINE_BREAKS = {"n": "\n", "r": "\r"}
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    char = match[1]
+    return _LINE_BREAKS.get(char, char)
 
 
 def _unreadable(content: str, line: int) -> PgsolverFormatError:
@@ -234,14 +243,31 @@ def _or_id(name: str | None, ident: int) -> str:
 
 
 def _quote(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r") + '"'
 
 
 def write_pgsolver(game: GameGraph) -> str:
     """Write a game in PGSolver format (ids ``0..n-1``, names quoted, start if not 0).
 
+    The file holds the parity game: owners, priorities, moves and names (a name's line
+    breaks written ``\\n`` and ``\\r``), not the weights a mean-payoff solve reads.
+
+    Raises:
+        ValueError: a priority has more digits than a file may hold (18).
+
     .. versionadded:: Unreleased
     """
+    too_long = next(
+        (v for v, p in enumerate(game.priority) if len(str(abs(p))) > _MAX_DIGITS), None
+    )
+    if too_long is not None:
+        msg = (
+            f"vertex {too_long} has priority {game.priority[too_long]}, of more than"
+            f" {_MAX_DIGITS} digits, which no PGSolver file this library reads may hold;"
+            " compress the priorities first (only their order and parity matter)"
+        )
+        raise ValueError(msg)
     out = [f"parity {len(game) - 1};"]
     if game.start != 0:
         out.append(f"start {game.start};")

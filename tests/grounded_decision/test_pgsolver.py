@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from gd_strategies import games
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grounded_decision.cli import main
 from grounded_decision.statechart import (
@@ -71,6 +72,29 @@ def test_names_with_quotes_round_trip() -> None:
     game = read_pgsolver('parity 0;\n0 0 0 0 "say \\"hi\\" \\\\ ok";\n')
     assert game.names == ('say "hi" \\ ok',)
     assert read_pgsolver(write_pgsolver(game)).names == game.names
+
+
+def _loops(names: tuple[str, ...], priority: tuple[int, ...]) -> GameGraph:
+    """Vertices each with a loop onto itself, the controller's."""
+    edges = tuple(((v, "loop", 0.0),) for v in range(len(names)))
+    return GameGraph(names, 0, edges, priority, (0,) * len(names))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=12), min_size=1, max_size=4))
+def test_any_names_round_trip(names: list[str]) -> None:
+    """Line breaks, quotes, backslashes and semicolons in names come back as they were."""
+    game = _loops(tuple(names), (0,) * len(names))
+    assert read_pgsolver(write_pgsolver(game)).names == tuple(names)
+
+
+def test_a_priority_no_file_may_hold_is_refused_by_the_writer() -> None:
+    """A file of it could not be read back: the writer says so, naming the vertex."""
+    game = _loops(("a",), (10**18,))
+    with pytest.raises(ValueError, match=r"^vertex 0 has priority 10{18}, of more than 18 digits"):
+        write_pgsolver(game)
+    fits = _loops(("a",), (10**18 - 1,))
+    assert read_pgsolver(write_pgsolver(fits)).priority == (10**18 - 1,)
 
 
 @pytest.mark.parametrize(
