@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -217,6 +218,9 @@ def test_demo_prints_every_claim_with_its_decision(
         assert f"== {state['claim']['id']}: " in out
     assert "fraud_model         error" in out
     assert "not needed: hard check policy_in_force failed" in out
-    assert out.count("claims  hash ") == len(claims.CLAIMS)
+    # Stored, each record has a request id, which its first line names.
+    assert len(re.findall(r"^claims  request [0-9a-f]{32}  hash ", out, re.MULTILINE)) == len(
+        claims.CLAIMS
+    )
     assert "audit log of 6 entries, intact: True" in out  # 5 decisions, 1 safeguard
     assert "same decision: True" in out
