@@ -480,9 +480,14 @@ def _prefill(run: Run, rj: RequestJournal) -> Leftovers:
     nodes = run.program.nodes
     settled: dict[str, JournalEntry] = {}
     started = rj.started_parts()
+    began: dict[str, float] = {}
     for entry in rj.entries:
         if entry.kind == "settled":
             settled[entry.part] = entry
+        elif entry.kind == "started":
+            began[entry.part] = entry.at
+    # A step settled before the crash is shown at the resume's start, taking as long as
+    # the journal's clock says it took.
     t = run.started
     reruns: list[tuple[int, str, str]] = []
     for node in nodes:
@@ -495,7 +500,8 @@ def _prefill(run: Run, rj: RequestJournal) -> Leftovers:
                 if outcome.outcome != "ok":
                     kind = outcome.outcome or "error"
                     cause = Cause(kind, part.name, node.fact, outcome.message or "")
-                done = run.called(node, k, t, t, outcome.value, cause)
+                took = max(0.0, outcome.at - began.get(part.name, outcome.at))
+                done = run.called(node, k, t, t + took, outcome.value, cause)
                 if not done:
                     run.resume_from[node.index] = k + 1
                 continue

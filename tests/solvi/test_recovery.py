@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import functools
 import math
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,3 +196,39 @@ def test_a_resumed_speculative_request_forgets_what_its_failed_check_made_unneed
     else:
         expected = "not re-run (declare idempotent=True to allow it)"
     assert note == f"bureau_detail was interrupted during execution; {expected}"
+
+
+def test_a_step_settled_before_the_crash_shows_how_long_it_took(tmp_path: Path) -> None:
+    """The journal's clock times it (from its start entry to its settled one), at the
+    resume's start, where it was shown taking no time at all."""
+    crash = {"on": False}
+    cat = Catalog("timed")
+
+    @cat.fn(idempotent=True)
+    def slow(x: int) -> int:
+        time.sleep(0.05)
+        return x
+
+    @cat.fn(idempotent=True)
+    def after(slow: int) -> int:
+        if crash["on"]:
+            raise _Crash
+        return slow
+
+    @cat.rule
+    def answer(after: int) -> int:
+        return after
+
+    first = System(cat, ["answer"], journal=tmp_path / "j.db")
+    crash["on"] = True
+    with pytest.raises(_Crash):
+        first.ask({"x": 1}, request_id="r")
+    crash["on"] = False
+    assert first.journal is not None
+    first.journal.close()
+    second = System(cat, ["answer"], journal=tmp_path / "j.db")
+    resumed = second.resume("r")
+    second.close()
+    step = resumed.trace.steps[0]
+    assert (step.part, step.start_ms) == ("slow", 0.0)
+    assert step.duration_ms >= 45
