@@ -16,7 +16,7 @@ import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
 
-from solvi import Catalog, Question, ResumeRefused, System
+from solvi import Catalog, Question, Response, ResumeRefused, System
 from solvi.recovery import NO_EXACT, state_json, value_forms
 
 
@@ -91,6 +91,25 @@ class _Crash(BaseException):
     """The process dies (a BaseException, so that no part's error handling takes it)."""
 
 
+def _crash_then_resume(
+    cat: Catalog, questions: list[Any], state: dict[str, Any], crash: dict[str, bool], tmp: Path
+) -> Response:
+    """Ask with a journal while `crash["on"]` makes a part die, then resume the request
+    from a second System on the same journal."""
+    first = System(cat, questions, journal=tmp / "j.db")
+    crash["on"] = True
+    with pytest.raises(_Crash):
+        first.ask(state, request_id="r-1")
+    crash["on"] = False
+    assert first.journal is not None
+    first.journal.close()
+    second = System(cat, questions, journal=tmp / "j.db")
+    try:
+        return second.resume("r-1")
+    finally:
+        second.close()
+
+
 @pytest.mark.parametrize(
     "value",
     [math.nan, math.inf, -math.inf, {"a": math.nan}, [1.0, -math.inf], (math.nan,)],
@@ -117,16 +136,7 @@ def test_a_resume_hands_on_a_nan_or_an_infinity_as_it_was(tmp_path: Path, value:
         return repr(score)
 
     uninterrupted = System(cat, ["review"]).ask({"applicant": 7})
-    first = System(cat, ["review"], journal=tmp_path / "j.db")
-    crash["on"] = True
-    with pytest.raises(_Crash):
-        first.ask({"applicant": 7}, request_id="r-1")
-    crash["on"] = False
-    assert first.journal is not None
-    first.journal.close()
-    second = System(cat, ["review"], journal=tmp_path / "j.db")
-    resumed = second.resume("r-1")
-    second.close()
+    resumed = _crash_then_resume(cat, ["review"], {"applicant": 7}, crash, tmp_path)
     assert resumed["review"].value == repr(value)
     assert resumed.hash == uninterrupted.hash
 
@@ -219,16 +229,7 @@ def test_a_step_settled_before_the_crash_shows_how_long_it_took(tmp_path: Path) 
     def answer(after: int) -> int:
         return after
 
-    first = System(cat, ["answer"], journal=tmp_path / "j.db")
-    crash["on"] = True
-    with pytest.raises(_Crash):
-        first.ask({"x": 1}, request_id="r")
-    crash["on"] = False
-    assert first.journal is not None
-    first.journal.close()
-    second = System(cat, ["answer"], journal=tmp_path / "j.db")
-    resumed = second.resume("r")
-    second.close()
+    resumed = _crash_then_resume(cat, ["answer"], {"x": 1}, crash, tmp_path)
     step = resumed.trace.steps[0]
     assert (step.part, step.start_ms) == ("slow", 0.0)
     assert step.duration_ms >= 45
