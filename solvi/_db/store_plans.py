@@ -339,13 +339,17 @@ def _records_plan(
     return rows
 
 
-def _save_costs_plan(catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> Plan[None]:
-    rows = [(catalog, str(part), int(n), float(mean)) for part, (n, mean) in snapshot.items()]
+def _save_costs_plan(
+    d: Dialect, catalog: str, snapshot: Mapping[str, tuple[int, float]]
+) -> Plan[None]:
+    # The audit head's lock (SQLite's write lock already) makes saves of one catalog
+    # take turns: two PostgreSQL transactions could each delete, then both insert.
+    yield (f"SELECT seq FROM solvi_audit_head WHERE id = 1{d.lock_head}", ())
     yield ("DELETE FROM solvi_costs WHERE catalog = %s", (catalog,))
-    for row in rows:
+    for part, (n, mean) in snapshot.items():
         yield (
             "INSERT INTO solvi_costs (catalog, part, samples, mean_ms) VALUES (%s, %s, %s, %s)",
-            row,
+            (catalog, str(part), int(n), float(mean)),
         )
 
 
@@ -552,11 +556,11 @@ class PlanStore(abc.ABC):
 
     def save_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
         """Replace the saved cost book of `catalog` with a `CostBook.snapshot()`."""
-        self._run(_save_costs_plan(catalog, snapshot), write=True)
+        self._run(_save_costs_plan(self._dialect, catalog, snapshot), write=True)
 
     async def asave_costs(self, catalog: str, snapshot: Mapping[str, tuple[int, float]]) -> None:
         """`save_costs` for async code."""
-        await self._arun(_save_costs_plan(catalog, snapshot), write=True)
+        await self._arun(_save_costs_plan(self._dialect, catalog, snapshot), write=True)
 
     def load_costs(self, catalog: str) -> dict[str, tuple[int, float]]:
         """The saved cost book of `catalog`, for `CostBook.restore` (empty when none)."""

@@ -159,6 +159,36 @@ def test_costs_round_trip_through_a_cost_book(store: Store) -> None:
     assert store.load_costs("other") == {}
 
 
+def test_cost_books_saved_by_several_processes_at_once_take_turns(db: Backend) -> None:
+    """Six stores on one database save one catalog's book together: each save replaces
+    the book whole, none fails (on PostgreSQL two could both delete, then both insert)."""
+    import threading
+
+    stores = [db.open() for _ in range(6)]
+    barrier = threading.Barrier(len(stores))
+    errors: list[BaseException] = []
+
+    def save(i: int, store: Store) -> None:
+        barrier.wait(timeout=10)
+        try:
+            for _ in range(5):
+                store.save_costs("cat", {"a": (i + 1, 1.0), "b": (i + 1, 2.0), f"p{i}": (1, 3.0)})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(i, s)) for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    book = stores[0].load_costs("cat")
+    (last,) = (i for i in range(6) if f"p{i}" in book)  # one writer's book, whole
+    assert book == {"a": (last + 1, 1.0), "b": (last + 1, 2.0), f"p{last}": (1, 3.0)}
+    for store in stores:
+        store.close()
+
+
 def test_blobs_round_trip_and_replace(store: Store) -> None:
     """save_blob keeps bytes per (catalog, name); a second save replaces; missing is None."""
     store.save_blob("claims", "order", b"\x00\x01model")

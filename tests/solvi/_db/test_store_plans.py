@@ -294,10 +294,12 @@ def test_a_since_that_is_not_a_datetime_is_refused() -> None:
 
 
 def test_costs_are_replaced_whole_and_read_back_typed() -> None:
-    """save_costs deletes the catalog's rows then inserts each part; load_costs types them."""
-    store = CannedStore(by_prefix({"SELECT part": [("p", 3, 1.5)]}))
+    """save_costs takes the audit head's lock (saves take turns), deletes the catalog's
+    rows, then inserts each part; load_costs types them."""
+    store = CannedStore(by_prefix({"SELECT part": [("p", 3, 1.5)], "SELECT seq": [(0,)]}))
     store.save_costs("claims", {"p": (3, 1.5), "q": (1, 2.0)})
     assert store.db.asked == [
+        ("SELECT seq FROM solvi_audit_head WHERE id = 1", ()),
         ("DELETE FROM solvi_costs WHERE catalog = %s", ("claims",)),
         (
             "INSERT INTO solvi_costs (catalog, part, samples, mean_ms) VALUES (%s, %s, %s, %s)",
