@@ -13,6 +13,7 @@ from solvi.errors import (
     PlanError,
     RecordError,
     RequestError,
+    RequestIdTaken,
     RouteError,
     SolviError,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "ReplayResult",
     "RequestError",
     "RequestEvent",
+    "RequestIdTaken",
     "Response",
     "ResumeRefused",
     "Route",

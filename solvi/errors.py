@@ -14,6 +14,7 @@ __all__ = [
     "PlanError",
     "RecordError",
     "RequestError",
+    "RequestIdTaken",
     "RouteError",
     "SolviError",
     "StoreError",
@@ -66,6 +67,15 @@ class RecordError(SolviError, TypeError):
     def __init__(self, message: str, *, fact: str | None = None) -> None:
         super().__init__(message)
         self.fact = fact
+
+
+class RequestIdTaken(SolviError, ValueError):
+    """A caller's request id is already in the journal: opened before, by this process
+    or by another at the same moment. Nothing of the request ran."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
 
 
 class StoreError(SolviError):

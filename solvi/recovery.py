@@ -24,7 +24,7 @@ from solvi._db.store_plans import PlanStore
 from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
-from solvi.errors import DuplicateRequestError, SolviError
+from solvi.errors import DuplicateRequestError, RequestIdTaken, SolviError
 from solvi.journal import (
     Journal,
     JournalEntry,
@@ -46,6 +46,7 @@ __all__ = [
     "Recovery",
     "ResumeRefused",
     "begin",
+    "id_taken",
     "inspect",
     "keep",
     "notes_after_resume",
@@ -54,6 +55,16 @@ __all__ = [
     "state_json",
     "value_forms",
 ]
+
+
+def id_taken(request_id: str, journal: Journal) -> RequestIdTaken:
+    """The error of a caller's request id that the journal holds already."""
+    msg = (
+        f"request id {request_id!r} is already in the journal {journal}: give each "
+        f"request an id of its own (or leave request_id out), and finish an "
+        f"interrupted one with system.resume({request_id!r})"
+    )
+    return RequestIdTaken(msg, request_id=request_id)
 
 
 class ResumeRefused(SolviError, ValueError):
@@ -111,7 +122,12 @@ class JournalWriter:
         if first is not None:
             item = ["o", *first[1]]
             if eager:
-                journal.log(request_id, [item]).wait()
+                try:
+                    journal.log(request_id, [item]).wait()
+                except Exception as exc:
+                    if journal.duplicate_key(exc):
+                        raise id_taken(request_id, journal) from None
+                    raise
             elif journal.logs_open(request_id):
                 # Logged with the first start (or the close): it is durable before any
                 # call starts all the same, for one append fewer.
@@ -188,6 +204,9 @@ class JournalWriter:
             with contextlib.suppress(Exception):
                 await opened.wait_async()  # see `_open_pending`
             self._check_opened()
+            # The steps in `others` were ready before this wait; their workers may have
+            # begun them meanwhile, so each commits its own start.
+            others = ()
         ticket, carried = self._submit_start(step, part, others)
         for other, _ in others:
             self.early[other] = (ticket, carried)
@@ -209,6 +228,8 @@ class JournalWriter:
         journaled request to belong to. (Commits are in order, so it is done by now.)"""
         opened = self.opened
         if opened is not None and opened.error is not None:
+            if self.journal.duplicate_key(opened.error):
+                raise id_taken(self.request_id, self.journal) from None
             msg = f"the request could not be opened in the journal: {opened.error}"
             raise JournalError(msg) from opened.error
 

@@ -553,12 +553,7 @@ class System:
         if request_id is None or journal is None:
             return
         if journal.has_request(request_id):
-            msg = (
-                f"request id {request_id!r} is already in the journal {journal}: give each "
-                f"request an id of its own (or leave request_id out), and finish an "
-                f"interrupted one with system.resume({request_id!r})"
-            )
-            raise ValueError(msg)
+            raise recovery.id_taken(request_id, journal)
 
     async def aask(
         self,

@@ -542,6 +542,11 @@ class Journal(abc.ABC):
         itself): then it may wait there for the request's first start."""
         return False
 
+    def duplicate_key(self, exc: BaseException) -> bool:
+        """Whether a failed commit of a request's open entry failed on the request key:
+        its id is in the journal already (the backends know their driver's error)."""
+        return False
+
     def log(self, request_id: str, items: list[Item]) -> Ticket:
         """Make one request's items durable (items as its `JournalWriter` makes them,
         see `rows_of`): as statements handed to the writer thread here; a journal

@@ -223,6 +223,12 @@ class PostgresJournal(Journal):
             )
         return True
 
+    def duplicate_key(self, exc: BaseException) -> bool:
+        """A unique constraint failed: the one on the request id, for an open entry."""
+        import psycopg  # present: this journal could not be made without it
+
+        return isinstance(exc, psycopg.errors.UniqueViolation)
+
     def same_database(self, store: object) -> bool:
         """Whether `store` is a PostgreSQL store on this journal's connection string."""
         from solvi._db.postgres_store import PostgresStore

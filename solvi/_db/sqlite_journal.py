@@ -265,8 +265,12 @@ class SQLiteJournal(Journal):
     def log(self, request_id: str, items: list[Item]) -> Ticket:
         """Make one request's items durable: one append to this process's log (a FULL
         journal, or a caller-chosen id's open, commits them in the database)."""
-        if self._log is None or (self._checked and self._opens_checked(items)):
+        if self._log is None:
             return super().log(request_id, items)
+        if self._checked and self._opens_checked(items):
+            # To the database itself, whose key refuses the id if another process
+            # opened it first (`submit` would look for the checked open again).
+            return self.submit(tuple(rows_of(request_id, items)), direct=True)
         return self._append([request_id], items)
 
     def _opens_checked(self, items: list[Item]) -> bool:
@@ -304,6 +308,10 @@ class SQLiteJournal(Journal):
             self._pending.append((generation, start, end, tuple(ids), kept))
         writer.nudge(_LOGGED)
         return _DONE
+
+    def duplicate_key(self, exc: BaseException) -> bool:
+        """A UNIQUE constraint failed: the one on the request id, for an open entry."""
+        return isinstance(exc, sqlite3.IntegrityError)
 
     def logs_open(self, request_id: str) -> bool:
         """Whether the request's open entry goes to the log: unless its id was a

@@ -40,6 +40,7 @@ from solvi._run.steps import (
     fast_call,
 )
 from solvi.costs import CostBook
+from solvi.errors import RequestIdTaken
 
 __all__ = ["call_part", "run_async", "run_node_async"]
 
@@ -75,6 +76,8 @@ async def _astarting(
     part = node.parts[tried].name
     try:
         await run.journal.astart(node.index, part, others or ())
+    except RequestIdTaken:
+        raise  # the request is another's: nothing of it may run
     except Exception as exc:
         return journal_refused(part, node.fact, exc)
     return None

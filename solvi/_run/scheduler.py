@@ -17,7 +17,6 @@ from typing import Any, Final, Literal
 import attrs
 
 from solvi._run.steps import (
-    NO_VERDICT,
     NOT_JOURNALED,
     NOT_STARTED,
     Cause,
@@ -25,8 +24,10 @@ from solvi._run.steps import (
     Node,
     Program,
     cause_of,
+    check_verdict,
     waiting_counts,
 )
+from solvi.errors import RequestIdTaken
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
@@ -46,7 +47,6 @@ __all__ = [
     "Run",
     "attempts",
     "by_declaration",
-    "check_verdict",
     "drives",
     "journal_refused",
     "learned_batches",
@@ -359,6 +359,8 @@ class Run:
         part = node.parts[tried]
         try:
             self.journal.start(node.index, part.name)
+        except RequestIdTaken:
+            raise  # the request is another's: nothing of it may run
         except Exception as exc:
             return journal_refused(part.name, node.fact, exc)
         return None
@@ -656,17 +658,6 @@ def release(waiting: dict[int, int], dependents: tuple[int, ...]) -> list[int]:
 def journal_refused(part: str, fact: str, exc: Exception) -> Cause:
     """The Cause of a call that did not start because its start could not be journaled."""
     return Cause("error", part, fact, f"{NOT_STARTED}{type(exc).__name__}: {exc}")
-
-
-def check_verdict(value: Any) -> tuple[bool | Fail | None, str | None]:
-    """A check's value as its verdict: True, False or the `Fail` itself; or None and
-    why, for a value that cannot be read as true or false (its ``__bool__`` raised)."""
-    if type(value) is bool or type(value) is Fail:
-        return value, None
-    try:
-        return bool(value), None
-    except Exception as exc:
-        return None, f"{NO_VERDICT}{type(exc).__name__}: {exc}"
 
 
 #: The smallest evaluation cost a score divides by, in ms.

@@ -19,7 +19,7 @@ import attrs
 
 from solvi.catalog import Part
 from solvi.flow import Flow
-from solvi.question import UNSET
+from solvi.question import UNSET, Fail
 from solvi.record import NO_JSON_FORM
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "QuestionSlot",
     "call_sync",
     "cause_of",
+    "check_verdict",
     "compile_flow",
     "current_loop",
     "effective_timeout",
@@ -71,6 +72,17 @@ class Cause:
         if self.message.startswith(OWN_WORDS):
             return f"{self.part} {self.message}"
         return f"{self.part} raised {self.message}"
+
+
+def check_verdict(value: Any) -> tuple[bool | Fail | None, str | None]:
+    """A check's value as its verdict: True, False or the `Fail` itself; or None and
+    why, for a value that cannot be read as true or false (its ``__bool__`` raised)."""
+    if type(value) is bool or type(value) is Fail:
+        return value, None
+    try:
+        return bool(value), None
+    except Exception as exc:
+        return None, f"{NO_VERDICT}{type(exc).__name__}: {exc}"
 
 
 def effective_timeout(part: Part, request_timeout: float | None) -> float | None:
