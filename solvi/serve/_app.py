@@ -7,10 +7,11 @@ built or answers a request, never when this module is imported.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -302,6 +303,7 @@ def asgi(
     read_timeout: float = 10.0,
     allow_overrides: bool = False,
     aliases: bool = False,
+    close_system: bool = False,
 ) -> Starlette:
     """Build the HTTP app of a System: mount it in your own app, or serve it with uvicorn.
 
@@ -331,6 +333,9 @@ def asgi(
         read_timeout: seconds the whole body may take to arrive (408 after it).
         allow_overrides: accept any key the System accepts, not only inputs.
         aliases: read keys in other conventions as the inputs they name.
+        close_system: close the System when the app shuts down (its learning saved,
+            its journal closed), as `solvi serve`, which loaded it, does. Leave it off
+            for a System your own code owns and closes.
 
     Returns:
         A Starlette application.
@@ -368,4 +373,17 @@ def asgi(
         routes=routes,
         middleware=[Middleware(CountRequests, metrics=server.metrics, paths=paths)],
         exception_handlers={HTTPException: server.http_error},
+        lifespan=_closing(system) if close_system else None,
     )
+
+
+def _closing(system: System) -> Any:
+    """A lifespan that closes `system` once the app has stopped serving (off the loop:
+    closing saves to the store and waits for the journal's writer)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        yield
+        await anyio.to_thread.run_sync(system.close)
+
+    return lifespan

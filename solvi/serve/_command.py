@@ -192,8 +192,11 @@ def run(
         ValueError: a limit is not a positive number.
     """
     uvicorn = need("uvicorn")
+    # The command loaded the System, so the app closes it when the server stops: what
+    # it learned since its last save is saved, and its journal closed.
     app = asgi(
         load_system(target),
+        close_system=True,
         max_body=max_body,
         max_keys=max_keys,
         read_timeout=read_timeout,

@@ -247,3 +247,59 @@ def test_a_host_that_is_no_address_is_one_line_and_exit_2(
     assert err.startswith("solvi serve: cannot listen on 999.1.1.1:0: ")
     assert err.endswith("; give --host an address of this machine (127.0.0.1, 0.0.0.0 or ::)\n")
     assert err.count("\n") == 1
+
+
+LEARNING_APP = '''
+"""A System that learns its costs, stored where the environment says."""
+
+import os
+
+from solvi import Catalog, System
+
+
+def catalog():
+    cat = Catalog("learning")
+
+    @cat.fn
+    def score(age: int) -> int:
+        return age * 2
+
+    @cat.rule
+    def approve(score: int) -> bool:
+        return score > 40
+
+    return cat
+
+
+system = System(catalog(), ["approve"], store=os.environ["SOLVI_LEARNING_STORE"])
+'''
+
+
+def test_stopping_the_server_closes_the_system_and_saves_what_it_learned(
+    tmp_path: Path,
+) -> None:
+    """Fewer requests than a save takes (SAVE_LEARNING_EVERY): the cost book is saved
+    when the server stops, as `close()` saves it, and a new System loads it."""
+    import httpx
+    import serving
+
+    from solvi import open_store
+
+    app = tmp_path / "learning_app.py"
+    app.write_text(LEARNING_APP)
+    store = tmp_path / "learning.db"
+    port = serving.free_port()
+    with serving.served(
+        serving.serve_command(f"{app}:system", port),
+        port,
+        env={"SOLVI_LEARNING_STORE": str(store)},
+        wait=20,
+    ) as base:
+        with httpx.Client(trust_env=False, timeout=10) as http:
+            for age in range(30):
+                assert http.post(f"{base}/v1/ask", json={"age": age}).status_code == 200
+    saved = open_store(str(store))
+    costs = saved.load_costs("learning")
+    assert {part: n for part, (n, _) in costs.items()} == {"score": 30, "approve": 30}
+    assert len(list(saved.iter_records())) == 30
+    saved.close()
