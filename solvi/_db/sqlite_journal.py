@@ -42,7 +42,7 @@ from solvi._db.journal_base import (
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
-from solvi._db.sqlite_lock import busy, write_transaction
+from solvi._db.sqlite_lock import busy, use_wal, write_transaction
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -236,7 +236,7 @@ class SQLiteJournal(Journal):
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
                 )
-                conn.execute("PRAGMA journal_mode=WAL")
+                use_wal(conn, str(self.path), BUSY_TIMEOUT)
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
                 # From here on it waits for the write lock in `write_transaction` only:
                 # every statement it runs is in one of those, or needs no lock.

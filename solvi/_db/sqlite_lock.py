@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["busy", "write_transaction"]
+__all__ = ["busy", "use_wal", "write_transaction"]
 
 #: the longest pause between two tries for the database's lock (seconds)
 MAX_PAUSE = 0.001
@@ -70,6 +70,27 @@ def _locked(path: str, timeout: float, by: str) -> sqlite3.OperationalError:
     exc.sqlite_errorcode = sqlite3.SQLITE_BUSY
     exc.sqlite_errorname = "SQLITE_BUSY"
     return exc
+
+
+def use_wal(conn: sqlite3.Connection, path: str, timeout: float) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection holds the file.
+
+    On a new file the first connection to ask for WAL mode switches it, and SQLite
+    answers the others "database is locked" at once, without its busy handler: several
+    processes opening one new store together would fail for no fault of the file.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if not busy(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise _locked(path, timeout, "another connection") from exc
+        else:
+            return
+        time.sleep(random.uniform(0.0, MAX_PAUSE))
 
 
 def _begin(conn: sqlite3.Connection, path: str, timeout: float, deadline: float) -> None:

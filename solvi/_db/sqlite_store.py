@@ -13,7 +13,7 @@ from typing import Any
 import anyio.to_thread
 
 from solvi._db.migrations import migrate_plan
-from solvi._db.sqlite_lock import write_transaction
+from solvi._db.sqlite_lock import busy, use_wal, write_transaction
 from solvi._db.store_plans import SQLITE, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
@@ -67,14 +67,22 @@ class SQLiteStore(PlanStore):
             raise StoreError(msg) from exc
         self._conn = conn
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            use_wal(conn, str(self.path), timeout)
             conn.execute("PRAGMA synchronous=FULL")
             self.schema_version: int | None = self._run(
                 migrate_plan(STORE, SQLITE, repr(str(self.path))), write=True
             )
         except sqlite3.DatabaseError as exc:
             conn.close()
-            msg = f"{str(self.path)!r} is not a usable SQLite store: {exc}; give a new file name"
+            if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+                msg = (
+                    f"cannot open SQLite store {str(self.path)!r}: {exc}; find the process "
+                    f"or tool keeping a transaction open, or pass a longer timeout="
+                )
+            else:
+                msg = (
+                    f"{str(self.path)!r} is not a usable SQLite store: {exc}; give a new file name"
+                )
             raise StoreError(msg) from exc
         except BaseException:
             conn.close()

@@ -197,3 +197,43 @@ def test_a_forked_child_does_not_wait_for_a_turn_its_parent_held(db: Path) -> No
         holder.join()
     assert os.waitstatus_to_exitcode(status) == 0
     assert _rows(db) == [7]
+
+
+class _BusyAtFirst:
+    """A connection whose WAL switch finds the file busy `times` times, as SQLite answers
+    the other connections while one of them switches a new file."""
+
+    def __init__(self, times: int) -> None:
+        self.left = times
+        self.asked = 0
+
+    def execute(self, sql: str) -> None:
+        assert sql == "PRAGMA journal_mode=WAL"
+        self.asked += 1
+        if self.left:
+            self.left -= 1
+            exc = sqlite3.OperationalError("database is locked")
+            exc.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise exc
+
+
+def test_the_switch_to_wal_is_tried_again_while_the_file_is_busy() -> None:
+    conn = _BusyAtFirst(times=3)
+    sqlite_lock.use_wal(conn, "s.db", timeout=5)  # type: ignore[arg-type]
+    assert conn.asked == 4
+    with pytest.raises(sqlite3.OperationalError, match=r"held the write lock of 's.db'"):
+        sqlite_lock.use_wal(_BusyAtFirst(times=10**9), "s.db", timeout=0.01)  # type: ignore[arg-type]
+
+
+def test_many_connections_opening_one_new_store_all_open_it(tmp_path: Path) -> None:
+    """Eight at once, twenty times: none is refused with "database is locked"."""
+    from solvi.storage import SQLiteStore
+
+    for trial in range(20):
+        path, barrier = tmp_path / f"s{trial}.db", threading.Barrier(8)
+
+        def open_it(_: int, path: Path = path, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait(timeout=10)
+            SQLiteStore(path).close()
+
+        assert errors_in_threads(open_it, 8) == []
