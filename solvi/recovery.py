@@ -11,7 +11,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from solvi._db.exact import encode as encode_exact
-from solvi._db.journal_base import ANSWERED, NO_EXACT, Item, rows_of
-from solvi._db.store_plans import PlanStore
+from solvi._db.journal_base import ANSWERED, NO_EXACT, REFUSED, Item, rows_of
+from solvi._db.store_plans import PlanStore, duplicate_request
 from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
-from solvi.errors import DuplicateRequestError, RequestIdTaken, SolviError
+from solvi.errors import DuplicateRequestError, MissingRecordError, RequestIdTaken, SolviError
 from solvi.journal import (
     Journal,
     JournalEntry,
@@ -55,6 +55,24 @@ __all__ = [
     "state_json",
     "value_forms",
 ]
+
+
+def check_new_id(request_id: str, journal: Journal | None, store: Store | None) -> None:
+    """Refuse a caller's request id that the journal or the store holds already.
+
+    Raises:
+        RequestIdTaken: the journal holds a request of this id.
+        DuplicateRequestError: the store holds a response under it.
+    """
+    if journal is not None and journal.has_request(request_id):
+        raise id_taken(request_id, journal)
+    if store is None:
+        return
+    try:
+        store.get_record(request_id)
+    except MissingRecordError:
+        return
+    raise duplicate_request(request_id)
 
 
 def id_taken(request_id: str, journal: Journal) -> RequestIdTaken:
@@ -371,9 +389,7 @@ def keep(
             try:
                 writer.close(record["hash"], save=save).wait()
             except DuplicateRequestError:
-                if not resumed:
-                    raise
-                writer.close(record["hash"]).wait()
+                _stored_already(store, record, writer, request_id, resumed=resumed)
             return
         if writer is not None:
             flushed = writer.flush()
@@ -382,12 +398,37 @@ def keep(
         try:
             store.save_response(record, request_id=request_id)
         except DuplicateRequestError:
-            if not resumed:
-                raise
+            _stored_already(store, record, writer, request_id, resumed=resumed)
+            return
         if writer is not None:
             writer.close(record["hash"]).wait()
     elif writer is not None:
         writer.close(None).wait()
+
+
+def _stored_already(
+    store: Store,
+    record: Mapping[str, Any],
+    writer: JournalWriter | None,
+    request_id: str,
+    *,
+    resumed: bool,
+) -> None:
+    """The store holds a response under the request's id. A resume whose crash came
+    between saving it and closing the request finds its own (the same hash): it only
+    closes the request. Any other response is another request's: the journaled request
+    is closed as refused, so that no `recover` claims it again, and the error raised.
+
+    Raises:
+        DuplicateRequestError: the stored response is not this request's.
+    """
+    if resumed and store.get_record(request_id).get("hash") == record["hash"]:
+        if writer is not None:
+            writer.close(record["hash"]).wait()
+        return
+    if writer is not None:
+        writer.close(None, closed_as=REFUSED).wait()
+    raise duplicate_request(request_id)
 
 
 def _recovery(rj: RequestJournal) -> Recovery:

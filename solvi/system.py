@@ -451,7 +451,7 @@ class System:
         Raises:
             TypeError: `state` is not a mapping with string keys.
         """
-        self._check_new_in_journal(request_id, self.journal)
+        self._check_new_id(request_id)
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=True)
         policy = self._order_policy(order)
         n = self.settings.workers if workers is None else workers
@@ -486,7 +486,7 @@ class System:
         committed at once, for the sync drivers).
 
         A caller's request id must be new to the journal: the caller checks that
-        first (`_check_new_in_journal`), off the event loop under `aask`.
+        first (`_check_new_id`), off the event loop under `aask`.
         """
         # A copy: the caller may reuse its dict for the next request, and the record
         # is made later, from this.
@@ -547,13 +547,11 @@ class System:
         self._request_tables[key] = (hooks, table)
         return table
 
-    @staticmethod
-    def _check_new_in_journal(request_id: str | None, journal: Journal | None) -> None:
-        """A caller's request id must be new to the journal (made ones always are)."""
-        if request_id is None or journal is None:
-            return
-        if journal.has_request(request_id):
-            raise recovery.id_taken(request_id, journal)
+    def _check_new_id(self, request_id: str | None) -> None:
+        """A caller's request id must be new to the journal and the store (made ones
+        always are), before anything of its request runs."""
+        if request_id is not None:
+            recovery.check_new_id(request_id, self.journal, self.store)
 
     async def aask(
         self,
@@ -588,10 +586,10 @@ class System:
         """
         loop = current_loop()
         cancelled_first: BaseException | None = None
-        if request_id is not None and self.journal is not None:
+        if request_id is not None and (self.journal is not None or self.store is not None):
             # Seen to its end, so that a request cancelled now is still journaled, as
             # cancelled (below), and its id refused by `resume` as such.
-            check = functools.partial(self._check_new_in_journal, request_id, self.journal)
+            check = functools.partial(self._check_new_id, request_id)
             _, cancelled_first = await in_thread_through(check)
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=False)
         policy = self._order_policy(order)

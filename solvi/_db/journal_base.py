@@ -102,6 +102,9 @@ ADD_CLOSED_AS = "ALTER TABLE journal_requests ADD COLUMN closed_as TEXT"
 
 #: how a request closed by its caller's cancellation is marked (``closed_as``)
 CANCELLED = "cancelled"
+#: ``closed_as`` of a request whose response the store refused: it holds another
+#: request's under the same id
+REFUSED = "refused"
 #: ``closed_as`` of a request that has its response
 ANSWERED = "answered"
 #: what ``exact`` holds for a value with no exact form: its step is not resumable

@@ -256,17 +256,22 @@ def _check_request_id(request_id: object) -> str:
     return request_id
 
 
+def duplicate_request(request_id: str) -> DuplicateRequestError:
+    """The error of a request id that a stored response holds already."""
+    msg = (
+        f"a response is already stored under request id {request_id!r}; request ids are "
+        f"unique, so pass a new one"
+    )
+    return DuplicateRequestError(msg, request_id=request_id)
+
+
 def _save_plan(
     d: Dialect, record: Mapping[str, Any], request_id: str, text: str, now: dt.datetime
 ) -> Plan[None]:
     head = yield (f"SELECT seq, hash FROM solvi_audit_head WHERE id = 1{d.lock_head}", ())
     taken = yield ("SELECT 1 FROM solvi_responses WHERE request_id = %s", (request_id,))
     if taken:
-        msg = (
-            f"a response is already stored under request id {request_id!r}; request ids are "
-            f"unique, so pass a new one"
-        )
-        raise DuplicateRequestError(msg, request_id=request_id)
+        raise duplicate_request(request_id)
     seq, prev = int(head[0][0]), str(head[0][1])
     entries = _chain(seq, prev, _response_items(record, request_id, now, text))
     for e in entries:

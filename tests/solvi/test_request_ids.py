@@ -18,6 +18,7 @@ from stores import BACKENDS, backend
 
 from solvi import Catalog, RequestIdTaken, System
 from solvi.journal import Journal, PostgresJournal, SQLiteJournal
+from solvi.storage import DuplicateRequestError
 
 
 def _catalog(calls: list[str]) -> Catalog:
@@ -103,3 +104,55 @@ def test_one_id_asked_by_two_processes_at_once_runs_once(journal_spec: str, driv
     reader = System(_catalog([]), ["approve"], journal=_journal(journal_spec))
     assert reader.journal_status() == []
     reader.close()
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask"])
+@pytest.mark.parametrize("shared", [False, True], ids=["journal apart", "journal in the store"])
+def test_an_id_the_store_holds_is_refused_before_any_part_runs(
+    tmp_path: Path, driver: str, shared: bool
+) -> None:
+    """Another process stored a response under the id, without a journal: this one's
+    request raises DuplicateRequestError before it runs, and leaves nothing open."""
+    calls: list[str] = []
+    store = tmp_path / "s.db"
+    other = System(_catalog([]), ["approve"], store=store)
+    other.ask({"amount": 1}, request_id="order-7")
+    other.close()
+    journal: Any = True if shared else tmp_path / "j.db"
+    system = System(_catalog(calls), ["approve"], store=store, journal=journal)
+
+    def ask() -> object:
+        if driver == "ask":
+            return system.ask({"amount": 5}, request_id="order-7")
+        return anyio.run(lambda: system.aask({"amount": 5}, request_id="order-7"))
+
+    with pytest.raises(DuplicateRequestError, match="already stored under request id 'order-7'"):
+        ask()
+    assert calls == []
+    assert system.journal_status() == []
+    system.close()
+
+
+def test_a_response_stored_meanwhile_under_the_id_closes_the_request_as_refused(
+    tmp_path: Path,
+) -> None:
+    """The race the check cannot see: the store takes another response under the id while
+    the request runs. The request raises, is closed, and no `recover` claims it."""
+    store = tmp_path / "s.db"
+    system = System(_catalog([]), ["approve"], store=store, journal=tmp_path / "j.db")
+    other = System(_catalog([]), ["approve"], store=store)
+    check = system._check_new_id
+
+    def check_then_lose_the_race(request_id: str | None) -> None:
+        check(request_id)
+        other.ask({"amount": 1}, request_id="order-7")
+
+    system._check_new_id = check_then_lose_the_race  # type: ignore[method-assign]
+    with pytest.raises(DuplicateRequestError):
+        system.ask({"amount": 5}, request_id="order-7")
+    assert system.journal_status() == []
+    assert system.recover() == []
+    with pytest.raises(Exception, match="already closed"):
+        system.resume("order-7")
+    system.close()
+    other.close()
