@@ -159,6 +159,13 @@ class SQLiteStore(PlanStore):
                 with self._transaction(conn, write=write):
                     result = drive(sqlite_execute(conn), plan)
             except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+                    msg = (
+                        f"SQLite store {str(self.path)!r} is locked: {exc}; find "
+                        f"the process or tool keeping a transaction open, or pass a longer "
+                        f"timeout="
+                    )
+                    raise StoreError(msg) from exc
                 if write:
                     raise
                 # A read that the file's contents refuse (a table or column gone, not a

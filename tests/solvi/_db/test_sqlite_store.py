@@ -90,3 +90,20 @@ def test_sqlite_execute_turns_plan_placeholders_into_sqlites() -> None:
     execute("INSERT INTO t VALUES (%s, %s)", (1, "x"))
     assert execute("SELECT a, b FROM t WHERE a = %s", (1,)) == [(1, "x")]
     conn.close()
+
+
+def test_a_store_locked_past_its_timeout_is_a_store_error(tmp_path: Path) -> None:
+    """Another connection keeps the write lock: a save waits `timeout=`, then raises a
+    StoreError (a SolviError) that says what to do, not sqlite3's own error."""
+    store = SQLiteStore(tmp_path / "s.db", timeout=0.2)
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match=r"is locked: .*pass a longer timeout=$"):
+            store.save_costs("c", {"p": (1, 1.0)})
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    store.save_costs("c", {"p": (1, 1.0)})
+    assert store.load_costs("c") == {"p": (1, 1.0)}
+    store.close()
