@@ -46,6 +46,7 @@ __all__ = [
     "Recovery",
     "ResumeRefused",
     "begin",
+    "check_new_id",
     "id_taken",
     "inspect",
     "keep",
