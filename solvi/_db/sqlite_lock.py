@@ -79,26 +79,22 @@ def use_wal(conn: sqlite3.Connection, path: str, timeout: float) -> None:
     answers the others "database is locked" at once, without its busy handler: several
     processes opening one new store together would fail for no fault of the file.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as exc:
-            if not busy(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise _locked(path, timeout, "another connection") from exc
-        else:
-            return
-        time.sleep(random.uniform(0.0, MAX_PAUSE))
+    _while_busy(conn, "PRAGMA journal_mode=WAL", path, timeout, time.monotonic() + timeout)
 
 
 def _begin(conn: sqlite3.Connection, path: str, timeout: float, deadline: float) -> None:
     """``BEGIN IMMEDIATE``, tried again while another connection holds the lock (`conn`
     must not wait in SQLite's own busy handler: its busy timeout is 0)."""
+    _while_busy(conn, "BEGIN IMMEDIATE", path, timeout, deadline)
+
+
+def _while_busy(
+    conn: sqlite3.Connection, sql: str, path: str, timeout: float, deadline: float
+) -> None:
+    """Run `sql`, again at short random pauses while the file is busy, until `deadline`."""
     while True:
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql)
         except sqlite3.OperationalError as exc:
             if not busy(exc):
                 raise
