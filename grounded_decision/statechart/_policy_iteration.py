@@ -42,6 +42,11 @@ class IntGraph:
     scale: int
 
 
+def _whole(x: float) -> bool:
+    """Whether a weight (an int, or a float) is a whole number."""
+    return type(x) is int or x.is_integer()
+
+
 def int_graph(game: GameGraph, sign: int = 1) -> IntGraph:
     """Scale ``sign * weight`` of every edge to an integer by the least common denominator.
 
@@ -50,7 +55,7 @@ def int_graph(game: GameGraph, sign: int = 1) -> IntGraph:
     Raises:
         GameGraphError: when a weight is infinite or not a number.
     """
-    if all(x.is_integer() for out in game.edges for _, _, x in out):
+    if all(_whole(x) for out in game.edges for _, _, x in out):
         if sign == 1:
             return IntGraph(
                 edges=tuple(tuple([(w, int(x)) for w, _, x in out]) for out in game.edges),
@@ -63,7 +68,7 @@ def int_graph(game: GameGraph, sign: int = 1) -> IntGraph:
     scale = 1
     for v, out in enumerate(game.edges):
         for w, event, weight in out:
-            if not weight.is_integer():
+            if not _whole(weight):
                 if not math.isfinite(weight):
                     msg = (
                         f"edge {v} -> {w} ({event!r}) has weight {weight}; mean payoff needs"

@@ -90,6 +90,9 @@ NO_LIMITS = Limits(None, None, None)
 
 Edge = tuple[int, str, float]
 
+#: the types an edge's weight may have (exact: a bool is not a weight)
+_WEIGHT_TYPES = (int, float)
+
 
 class GameGraphError(GroundedDecisionError, ValueError):
     """A game graph built by hand is inconsistent."""
@@ -111,8 +114,9 @@ class GameGraph:
         owner: ``0`` (controller, Even) or ``1`` (environment, Odd) for each vertex.
 
     Raises:
-        GameGraphError: when lengths differ, an index is out of range, an owner is not 0 or 1,
-            a priority is negative, or a vertex has no outgoing edge.
+        GameGraphError: when lengths differ, an index is out of range, an owner is not the
+            int 0 or 1, a priority is not an int of 0 or more, a weight is not an int or a
+            float, or a vertex has no outgoing edge.
     """
 
     names: tuple[str, ...]
@@ -132,8 +136,8 @@ class GameGraph:
                 " per vertex"
             )
             raise GameGraphError(msg)
-        if not 0 <= self.start < n:
-            msg = f"start vertex {self.start} is not in 0..{n - 1}"
+        if type(self.start) is not int or not 0 <= self.start < n:
+            msg = f"start vertex {self.start!r} is not in 0..{n - 1}; give a vertex index"
             raise GameGraphError(msg)
         preds: list[list[int]] = [[] for _ in range(n)]
         succs: list[tuple[int, ...]] = []
@@ -144,12 +148,19 @@ class GameGraph:
                     f" (compile_game adds a {FINAL_EVENT!r} self-loop to final states)"
                 )
                 raise GameGraphError(msg)
-            if self.owner[v] not in (CONTROLLER, ENVIRONMENT):
-                msg = f"vertex {v} has owner {self.owner[v]!r}; use 0 or 1"
+            if type(self.owner[v]) is not int or self.owner[v] not in (CONTROLLER, ENVIRONMENT):
+                msg = f"vertex {v} has owner {self.owner[v]!r}; use the int 0 or 1"
                 raise GameGraphError(msg)
-            if self.priority[v] < 0:
-                msg = f"vertex {v} has negative priority {self.priority[v]}"
+            if type(self.priority[v]) is not int or self.priority[v] < 0:
+                msg = f"vertex {v} has priority {self.priority[v]!r}; give an int of 0 or more"
                 raise GameGraphError(msg)
+            for w, _, weight in out:
+                if type(weight) not in _WEIGHT_TYPES:
+                    msg = (
+                        f"edge {v} -> {w} has weight {weight!r} of type "
+                        f"{type(weight).__name__}; give an int or a float"
+                    )
+                    raise GameGraphError(msg)
             targets = _distinct(w for w, _, _ in out)
             for w in targets:
                 if not 0 <= w < n:

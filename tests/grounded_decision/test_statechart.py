@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import pytest
 
@@ -15,6 +16,8 @@ from grounded_decision.statechart import (
     Limits,
     Statechart,
     compile_game,
+    max_mean_payoff,
+    mean_payoff_value,
 )
 
 
@@ -164,6 +167,49 @@ def test_game_graph_rejects_mismatched_lengths() -> None:
     """Names, edges, priorities and owners must have one entry per vertex."""
     with pytest.raises(GameGraphError, match="give one of each per vertex"):
         GameGraph(names=("a",), start=0, edges=(((0, "e", 0.0),),), priority=(0, 1), owner=(0,))
+
+
+def _one_vertex(**fields: object) -> GameGraph:
+    kwargs: dict[str, object] = {
+        "names": ("a",),
+        "start": 0,
+        "edges": (((0, "e", 0.0),),),
+        "priority": (0,),
+        "owner": (0,),
+    }
+    kwargs.update(fields)
+    return GameGraph(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"owner": (True,)}, "owner True; use the int 0 or 1"),
+        ({"owner": (1.0,)}, "owner 1.0; use the int 0 or 1"),
+        ({"priority": (2.0,)}, "priority 2.0; give an int of 0 or more"),
+        ({"priority": (1.5,)}, "priority 1.5; give an int of 0 or more"),
+        ({"priority": (False,)}, "priority False; give an int of 0 or more"),
+        ({"start": True}, "start vertex True is not in 0..0"),
+        ({"edges": (((0, "e", Fraction(1, 3)),),)}, "weight Fraction.*give an int or a float"),
+        ({"edges": (((0, "e", True),),)}, "weight True of type bool"),
+        ({"edges": (((0, "e", "1"),),)}, "weight '1' of type str"),
+    ],
+)
+def test_game_graph_refuses_values_of_the_wrong_type(
+    fields: dict[str, object], message: str
+) -> None:
+    """A value that compares like a good one but is not (True, 2.0, a Fraction) is refused
+    where the game is built, not by a solver's raw TypeError later."""
+    with pytest.raises(GameGraphError, match=message):
+        _one_vertex(**fields)
+
+
+def test_int_weights_solve_as_their_floats_do() -> None:
+    """A hand-built game may weigh its edges with ints (Python 3.11 has no int.is_integer)."""
+    as_int = _one_vertex(edges=(((0, "e", 3),),))
+    as_float = _one_vertex(edges=(((0, "e", 3.0),),))
+    assert max_mean_payoff(as_int) == max_mean_payoff(as_float) == 3.0
+    assert mean_payoff_value(as_int) == mean_payoff_value(as_float) == 3
 
 
 def test_to_mermaid_escapes_names_that_would_add_nodes() -> None:
