@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,6 +14,18 @@ from grounded_decision.errors import EvidenceError
 __all__ = ["Evidence", "EvidenceRules", "Observation"]
 
 
+def _is_seconds(value: object) -> bool:
+    """Whether `value` is a number of seconds a float holds: >= 0, finite, not a bool
+    (an int past a float's range, which JSON allows, is refused here, not by an
+    OverflowError later)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return 0 <= float(value) < math.inf
+    except OverflowError:
+        return False
+
+
 def _check_observation(obs: Observation) -> None:
     if not isinstance(obs.source, str) or not obs.source:
         msg = f"observation source must be a non-empty string, got {obs.source!r}"
@@ -20,10 +33,10 @@ def _check_observation(obs: Observation) -> None:
     if isinstance(obs.age_s, bool) or not isinstance(obs.age_s, int | float):
         msg = f"observation from {obs.source!r}: age_s must be a number, got {obs.age_s!r}"
         raise EvidenceError(msg)
-    if not math.isfinite(obs.age_s) or obs.age_s < 0:
+    if not _is_seconds(obs.age_s):
         msg = (
             f"observation from {obs.source!r}: age_s must be a finite number of seconds >= 0,"
-            f" got {obs.age_s!r}"
+            f" got {reprlib.repr(obs.age_s)}"
         )
         raise EvidenceError(msg)
     if not isinstance(obs.supports, bool):
@@ -122,8 +135,11 @@ def _count(name: str) -> Any:
 
 
 def _check_age(_: object, __: object, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        msg = f"EvidenceRules.max_age_s must be a finite number of seconds >= 0, got {value!r}"
+    if not _is_seconds(value):
+        msg = (
+            "EvidenceRules.max_age_s must be a finite number of seconds >= 0, "
+            f"got {reprlib.repr(value)}"
+        )
         raise EvidenceError(msg)
 
 

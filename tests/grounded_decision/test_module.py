@@ -390,6 +390,14 @@ def test_threads_sharing_a_module_lose_no_step() -> None:
         (lambda: EvidenceRules(known_sources=[1]), EvidenceError, "hold source names"),
         (lambda: EvidenceRules(max_age_s=float("nan")), EvidenceError, "max_age_s must be"),
         (lambda: EvidenceRules(max_age_s=float("inf")), EvidenceError, "max_age_s must be"),
+        # an int past a float's range (JSON allows one), echoed short
+        (lambda: EvidenceRules(max_age_s=10**400), EvidenceError, "got 100000000000000000...000"),
+        (lambda: Observation("a", age_s=10**400), EvidenceError, "age_s must be a finite"),
+        (
+            lambda: Evidence.from_dict({"observations": [{"source": "a", "age_s": 10**400}]}),
+            EvidenceError,
+            "age_s must be a finite",
+        ),
         (lambda: EvidenceRules(min_sources=-1), EvidenceError, "min_sources must be"),
         (lambda: EvidenceRules(min_sources="2"), EvidenceError, "min_sources must be"),
         (lambda: EvidenceRules(min_agreement=-1), EvidenceError, "min_agreement must be"),
