@@ -46,6 +46,26 @@ class Transition:
     payoff: float = 0.0
 
 
+def _check_state_fields(chart: Statechart, st: State) -> None:
+    """Refuse a state whose name, action or flags have the wrong type: each would
+    build, then break a record's JSON round trip, a sort or a diagram later."""
+    if not isinstance(st.name, str):
+        chart._fail(
+            f"state {st.name!r} has a name of type {type(st.name).__name__}; "
+            "name each state with a string",
+            st,
+        )
+    if st.action is not None and not isinstance(st.action, str):
+        chart._fail(
+            f"state {st.name!r} has action {st.action!r} ({type(st.action).__name__}); "
+            "give the action's name as a string, or None",
+            st,
+        )
+    for flag, value in (("initial", st.initial), ("environment", st.environment)):
+        if not isinstance(value, bool):
+            chart._fail(f"state {st.name!r} has {flag}={value!r}; give True or False", st)
+
+
 def _index_states(states: tuple[State, ...]) -> Mapping[str, State]:
     index: dict[str, State] = {}
     for state in states:
@@ -121,7 +141,8 @@ class Statechart:
         """Check the chart as a whole and return it unchanged.
 
         Raises:
-            ChartError: no or several initial states, a duplicate state, a transition from
+            ChartError: a state's name, action or flag of the wrong type, an event that is
+                not a string, no or several initial states, a duplicate state, a transition from
                 or to an unknown state, two transitions on one event from one state, a
                 priority that is not a whole number >= 0, a payoff that is not a finite
                 number, or a transition whose weight in the game (its payoff plus its
@@ -130,6 +151,7 @@ class Statechart:
         seen: set[str] = set()
         payoffs: dict[str, float] = {}
         for st in self.state_list:
+            _check_state_fields(self, st)
             if st.name in seen:
                 self._fail(f"state {st.name!r} is declared twice; give each state one name", st)
             seen.add(st.name)
@@ -160,6 +182,12 @@ class Statechart:
         handled: set[tuple[str, str]] = set()
         for move in self.transitions:
             label = f"transition {move.source} --{move.event}--> {move.target}"
+            if not isinstance(move.event, str):
+                msg = (
+                    f"chart {self.name!r}: {label} has event {move.event!r} "
+                    f"({type(move.event).__name__}); name the event with a string"
+                )
+                raise ChartError(msg, chart=self.name, name=move.source)
             for end in (move.source, move.target):
                 if end not in seen:
                     msg = (

@@ -14,7 +14,9 @@ from grounded_decision.statechart import (
     GameGraphError,
     GameTooLarge,
     Limits,
+    State,
     Statechart,
+    Transition,
     compile_game,
     max_mean_payoff,
     mean_payoff_value,
@@ -167,6 +169,38 @@ def test_game_graph_rejects_mismatched_lengths() -> None:
     """Names, edges, priorities and owners must have one entry per vertex."""
     with pytest.raises(GameGraphError, match="give one of each per vertex"):
         GameGraph(names=("a",), start=0, edges=(((0, "e", 0.0),),), priority=(0, 1), owner=(0,))
+
+
+@pytest.mark.parametrize(
+    ("chart", "message"),
+    [
+        (
+            Statechart("c", (State("a", initial=True, action=5),)),  # type: ignore[arg-type]
+            "state 'a' has action 5 (int); give the action's name as a string, or None",
+        ),
+        (
+            Statechart("c", (State(7, initial=True),)),  # type: ignore[arg-type]
+            "state 7 has a name of type int; name each state with a string",
+        ),
+        (
+            Statechart("c", (State("a", initial=1),)),  # type: ignore[arg-type]
+            "state 'a' has initial=1; give True or False",
+        ),
+        (
+            Statechart("c", (State("a", initial=True, environment="no"),)),  # type: ignore[arg-type]
+            "state 'a' has environment='no'; give True or False",
+        ),
+        (
+            Statechart("c", (State("a", initial=True),), (Transition("a", 3, "a"),)),  # type: ignore[arg-type]
+            "has event 3 (int); name the event with a string",
+        ),
+    ],
+)
+def test_validate_refuses_fields_of_the_wrong_type(chart: Statechart, message: str) -> None:
+    """Each of these built a module before, then broke the record's JSON round trip, a
+    sort of state names or the Mermaid diagram."""
+    with pytest.raises(ChartError, match=re.escape(message)):
+        chart.validate()
 
 
 def _one_vertex(**fields: object) -> GameGraph:
