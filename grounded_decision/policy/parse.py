@@ -12,6 +12,7 @@ Grammar (``*`` binds tightest, then ``;``, then ``|``; ``#`` starts a comment)::
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import attrs
 
@@ -98,7 +99,13 @@ def star_height(expr: Expr) -> int:
 #: would stop at Python's recursion limit instead of with an error naming its place.
 MAX_NESTING = 100
 
-_TOKEN = re.compile(r"\s+|#[^\n]*|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[()*;|])")
+#: Line breaks as ``str.splitlines`` knows them, ``\r\n`` counting once: an editor shows
+#: any of them as a new line, so an error's line number and a comment's end agree with it.
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_TOKEN = re.compile(
+    r"(?P<space>\s+)|#[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[()*;|])"
+)
 _END = "end of policy"
 
 
@@ -113,8 +120,9 @@ class _Token:
         return _END if self.kind == "end" else repr(self.text)
 
 
-def _tokenize(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
+def _tokenize(text: str) -> Iterator[_Token]:
+    """Yield the tokens one by one, then an ``end`` token; a long policy is never held
+    as a list of tokens."""
     pos = 0
     line, line_start = 1, 0
     while pos < len(text):
@@ -130,33 +138,33 @@ def _tokenize(text: str) -> list[_Token]:
                 msg, line=line, column=column, expected=expected, got=repr(text[pos])
             )
         if match.group("name"):
-            tokens.append(_Token("name", match.group("name"), line, column))
+            yield _Token("name", match.group("name"), line, column)
         elif match.group("punct"):
-            tokens.append(_Token(match.group("punct"), match.group("punct"), line, column))
-        chunk = match.group(0)
-        newlines = chunk.count("\n")
-        if newlines:
-            line += newlines
-            line_start = pos + chunk.rindex("\n") + 1
+            yield _Token(match.group("punct"), match.group("punct"), line, column)
+        elif match.group("space"):
+            breaks = list(_LINE_BREAK.finditer(text, pos, match.end()))
+            if breaks:
+                line += len(breaks)
+                line_start = breaks[-1].end()
         pos = match.end()
-    tokens.append(_Token("end", "", line, len(text) - line_start + 1))
-    return tokens
+    yield _Token("end", "", line, len(text) - line_start + 1)
 
 
 class _Parser:
-    """Recursive descent over the token list; one instance per ``parse`` call."""
+    """Recursive descent over the tokens, one ahead; one instance per ``parse`` call."""
 
-    def __init__(self, tokens: list[_Token]) -> None:
+    def __init__(self, tokens: Iterator[_Token]) -> None:
         self.tokens = tokens
-        self.pos = 0
+        self.current = next(tokens)
         self.depth = 0
 
     def peek(self) -> _Token:
-        return self.tokens[self.pos]
+        return self.current
 
     def take(self) -> _Token:
-        token = self.tokens[self.pos]
-        self.pos += 1
+        token = self.current
+        if token.kind != "end":
+            self.current = next(self.tokens)
         return token
 
     def fail(self, expected: str, token: _Token, hint: str) -> PolicySyntaxError:

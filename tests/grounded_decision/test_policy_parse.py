@@ -33,6 +33,21 @@ def test_whitespace_newlines_and_comments_are_ignored() -> None:
     assert parse(text) == Seq((Star(gp.Test("ping")), gp.Test("alert"), Act("page")))
 
 
+BREAKS = ["\n", "\r\n", "\r", "\v", "\f", "\x1c", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("brk", BREAKS, ids=repr)
+def test_every_line_break_ends_a_comment_and_counts_one_line(brk: str) -> None:
+    """Line breaks are the ones ``str.splitlines`` knows, as an editor shows them: a
+    comment stops at each, and an error's line and column agree with ``splitlines``."""
+    text = f"test(a) ; # one{brk}test(b) ;{brk}{brk}  )"
+    with pytest.raises(PolicySyntaxError) as caught:
+        parse(text)
+    lines = text.splitlines()
+    assert (caught.value.line, caught.value.column) == (len(lines), lines[-1].index(")") + 1)
+    assert parse(f"test(a) # one{brk}; test(b)") == Seq((gp.Test("a"), gp.Test("b")))
+
+
 def test_nested_groups_flatten() -> None:
     """Grouping a sequence inside a sequence gives one flat sequence."""
     assert parse("(test(a) ; test(b)) ; test(c)") == parse("test(a) ; test(b) ; test(c)")
