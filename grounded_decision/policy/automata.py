@@ -44,15 +44,20 @@ MAX_POLICY_TRANSITIONS = 250_000
 
 
 class _Nfa:
-    """Thompson automaton under construction: one owner, discarded after the subset step."""
+    """Thompson automaton under construction: one owner, discarded after the subset step.
+
+    Only the entry of a ``test`` or ``act`` has a move on a symbol, and it has one, so
+    each state holds its move or ``None``; symbols are shared, one tuple per name.
+    """
 
     def __init__(self) -> None:
         self.empty: list[list[int]] = []
-        self.moves: list[list[tuple[Symbol, int]]] = []
+        self.moves: list[tuple[Symbol, int] | None] = []
+        self.symbols: dict[Symbol, Symbol] = {}
 
     def new(self) -> int:
         self.empty.append([])
-        self.moves.append([])
+        self.moves.append(None)
         return len(self.empty) - 1
 
     def build(self, expr: Expr) -> tuple[int, int]:
@@ -60,7 +65,7 @@ class _Nfa:
         if isinstance(expr, Test | Act):
             entry, exit_ = self.new(), self.new()
             symbol = ("test", expr.event) if isinstance(expr, Test) else ("act", expr.action)
-            self.moves[entry].append((symbol, exit_))
+            self.moves[entry] = (self.symbols.setdefault(symbol, symbol), exit_)
             return entry, exit_
         if isinstance(expr, Seq):
             entry, exit_ = self.build(expr.parts[0])
@@ -81,70 +86,120 @@ class _Nfa:
         self.empty[tail] += [head, exit_]
         return entry, exit_
 
-    def closures(self, final: int) -> list[frozenset[int]]:
-        """Per state, the states its empty moves reach that matter to the subset step:
-        those with a move of their own, and `final` (acceptance).
 
-        Two subsets alike in these behave alike, so the subset step keeps only them,
-        and ``(test(e) ; act(a) | ...)*`` then needs one subset after every act, not
-        one per alternative. Worked out once, strongly connected parts of the empty
-        moves together, in reverse topological order (Tarjan's order, kept on an
-        explicit stack): a state that adds nothing shares its successor's set, so the
-        work stays near the size of the automaton.
-        """
-        count = len(self.empty)
-        index = [-1] * count
-        low = [0] * count
-        on_stack = [False] * count
-        stack: list[int] = []
-        component = [-1] * count
-        sets: list[frozenset[int]] = []
-        counter = 0
-        for root in range(count):
-            if index[root] != -1:
+#: how many states, per automaton state, the closure sets kept between subset steps may
+#: hold in all; past it a state's closure is walked afresh each time it is needed
+_CLOSURE_ROOM = 16
+
+
+class _Closures:
+    """Where empty moves lead, for the subset step: of a set of automaton states, the
+    states it reaches that have a move of their own, plus `final` (acceptance).
+
+    Two subsets alike in these behave alike, so the subset step keeps only them, and
+    ``(test(e) ; act(a) | ...)*`` then needs one subset after every act, not one per
+    alternative. Each state's set is worked out when first needed, strongly connected
+    parts of the empty moves together, in reverse topological order (Tarjan's order on
+    an explicit stack), and kept: a state that adds nothing shares its successor's set.
+    Kept sets may hold ``_CLOSURE_ROOM`` states per automaton state in all, because a
+    chain such as ``test(a)* ; test(a)* ; ...`` has as many different sets as stars,
+    each as long as the rest of the chain; past that room a state keeps no set, and a
+    walk from it stops at the states that do, so the work stays linear.
+    """
+
+    def __init__(self, nfa: _Nfa, final: int) -> None:
+        count = len(nfa.empty)
+        self.empty = nfa.empty
+        self.matters = [move is not None or state == final for state, move in enumerate(nfa.moves)]
+        self.room = _CLOSURE_ROOM * count
+        self.index = [-1] * count
+        self.low = [0] * count
+        self.on_stack = [False] * count
+        self.component = [-1] * count
+        self.sets: list[frozenset[int] | None] = []
+        self.counter = 0
+
+    def of(self, states: Iterable[int]) -> frozenset[int]:
+        """Return the states that matter reached from `states` by empty moves."""
+        pending = list(states)
+        for state in pending:
+            if self.index[state] == -1:
+                self._settle(state)
+        seen: set[int] = set()
+        parts: dict[int, frozenset[int]] = {}
+        own: set[int] = set()
+        while pending:
+            state = pending.pop()
+            if state in seen:
                 continue
-            work = [(root, 0)]
-            while work:
-                state, child = work.pop()
-                if child == 0:
-                    index[state] = low[state] = counter
-                    counter += 1
-                    stack.append(state)
-                    on_stack[state] = True
-                successors = self.empty[state]
-                if child < len(successors):
-                    work.append((state, child + 1))
-                    nxt = successors[child]
-                    if index[nxt] == -1:
-                        work.append((nxt, 0))
-                    elif on_stack[nxt]:
-                        low[state] = min(low[state], index[nxt])
-                    continue
-                if work and work[-1][0] != state:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[state])
-                if low[state] != index[state]:
-                    continue
-                members = []
-                while True:
-                    member = stack.pop()
-                    on_stack[member] = False
-                    component[member] = len(sets)
-                    members.append(member)
-                    if member == state:
-                        break
-                own = {m for m in members if self.moves[m] or m == final}
-                below = {
-                    component[nxt]
-                    for m in members
-                    for nxt in self.empty[m]
-                    if component[nxt] != len(sets)
-                }
-                if not own and len(below) == 1:
-                    sets.append(sets[next(iter(below))])  # adds nothing: share it
-                else:
-                    sets.append(frozenset(own.union(*(sets[c] for c in below))))
-        return [sets[component[state]] for state in range(count)]
+            seen.add(state)
+            known = self.sets[self.component[state]]
+            if known is not None:
+                parts[id(known)] = known
+                continue
+            if self.matters[state]:
+                own.add(state)
+            pending += self.empty[state]
+        if not own and len(parts) == 1:
+            return next(iter(parts.values()))  # the kept set itself, its hash known
+        return frozenset(own.union(*parts.values()))
+
+    def _settle(self, root: int) -> None:
+        """Work out the sets of every state reachable from `root` not yet settled."""
+        index, low, on_stack, component = self.index, self.low, self.on_stack, self.component
+        stack: list[int] = []
+        work = [(root, 0)]
+        while work:
+            state, child = work.pop()
+            if child == 0:
+                index[state] = low[state] = self.counter
+                self.counter += 1
+                stack.append(state)
+                on_stack[state] = True
+            successors = self.empty[state]
+            if child < len(successors):
+                work.append((state, child + 1))
+                nxt = successors[child]
+                if index[nxt] == -1:
+                    work.append((nxt, 0))
+                elif on_stack[nxt]:
+                    low[state] = min(low[state], index[nxt])
+                continue
+            if work and work[-1][0] != state:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[state])
+            if low[state] != index[state]:
+                continue
+            members = []
+            while True:
+                member = stack.pop()
+                on_stack[member] = False
+                component[member] = len(self.sets)
+                members.append(member)
+                if member == state:
+                    break
+            self.sets.append(self._kept(members))
+
+    def _kept(self, members: list[int]) -> frozenset[int] | None:
+        """The set a new strongly connected part keeps, or None past the room."""
+        own = {m for m in members if self.matters[m]}
+        below = {
+            self.component[nxt]
+            for m in members
+            for nxt in self.empty[m]
+            if self.component[nxt] != len(self.sets)
+        }
+        sets = [self.sets[c] for c in below]
+        if not own and len(sets) == 1:
+            return sets[0]  # adds nothing: share it
+        if any(part is None for part in sets):
+            return None
+        size = len(own) + sum(len(part) for part in sets if part is not None)
+        if size > self.room:
+            return None
+        kept = frozenset(own.union(*(part for part in sets if part is not None)))
+        self.room -= len(kept)
+        return kept
 
 
 @attrs.frozen
@@ -192,20 +247,20 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
     """
     nfa = _Nfa()
     entry, exit_ = nfa.build(expr)
-    closures = nfa.closures(exit_)
-    first = closures[entry]
+    closures = _Closures(nfa, exit_)
+    first = closures.of((entry,))
     subsets = {first: 0}
     order = [first]
     raw: list[dict[Symbol, int]] = []
     for subset in order:
         targets: dict[Symbol, set[int]] = {}
         for state in subset:
-            for symbol, nxt in nfa.moves[state]:
-                targets.setdefault(symbol, set()).add(nxt)
+            move = nfa.moves[state]
+            if move is not None:
+                targets.setdefault(move[0], set()).add(move[1])
         row: dict[Symbol, int] = {}
         for symbol in sorted(targets):
-            reached = [closures[nxt] for nxt in targets[symbol]]
-            closed = reached[0] if len(reached) == 1 else frozenset().union(*reached)
+            closed = closures.of(targets[symbol])
             if closed not in subsets:
                 if max_states is not None and len(order) >= max_states:
                     limit = (
