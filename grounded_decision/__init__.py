@@ -11,6 +11,7 @@ from grounded_decision.errors import (
     ParityUnsolved,
     PolicyCompileError,
     PolicySyntaxError,
+    ProgressRefused,
     RecordError,
 )
 from grounded_decision.evidence import Evidence, EvidenceRules, Observation
@@ -40,6 +41,7 @@ __all__ = [
     "PolicyCompileError",
     "PolicySyntaxError",
     "Progress",
+    "ProgressRefused",
     "RecordError",
     "Ref",
     "State",

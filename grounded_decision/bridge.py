@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from grounded_decision.errors import EvidenceError
+from grounded_decision.errors import EvidenceError, ProgressRefused
 from grounded_decision.evidence import Evidence
 from grounded_decision.module import Decision, Event, Module, Verdict
 from solvi import Catalog, CatalogError, Fail
@@ -38,7 +38,10 @@ def progress_check(catalog: Catalog, module: Module, *, reads: str, name: str | 
 
     The check's value is the result the module computed once when it was built: if the chart
     cannot keep going, the check fails with the ``game`` report's summary as its reason and
-    settles (forces or abstains) every question whose flow holds it.
+    settles (forces or abstains) every question whose flow holds it. If a cap of ``Limits``
+    refused the game, nothing is known either way: the check raises ``ProgressRefused``
+    naming the cap, so solvi records it as the check's error and its questions abstain
+    rather than read a refusal as a failure.
 
     Parameters:
         catalog: the solvi catalog to declare into.
@@ -53,12 +56,22 @@ def progress_check(catalog: Catalog, module: Module, *, reads: str, name: str | 
     Raises:
         solvi.CatalogError: when the name is taken or not an identifier.
 
-    .. versionchanged:: Unreleased a failing check gives the ``game`` summary as its reason.
+    .. versionchanged:: Unreleased a failing check gives the ``game`` summary as its reason,
+       and a refused one raises ``ProgressRefused`` instead of failing.
     """
     part = name or f"{module.name}_keeps_going"
-    outcome: bool | Fail = True if module.progress.passed else Fail(module.progress.summary)
+    progress = module.progress
+    outcome: bool | Fail = True if progress.passed else Fail(progress.summary)
 
     def keeps_going(_fact: object) -> bool | Fail:
+        if progress.refused:
+            setting = progress.limit or "..."
+            msg = (
+                f"the progress check of module {module.name!r} was refused by a cap of"
+                f" Limits, not failed ({progress.summary}); build the module with"
+                f" limits=Limits({setting}=N), or None for no cap"
+            )
+            raise ProgressRefused(msg, setting=progress.limit)
         return outcome
 
     catalog.check(hard=True, idempotent=True)(_named(keeps_going, part, [reads], bool | Fail))

@@ -12,6 +12,7 @@ __all__ = [
     "PgsolverFormatError",
     "PolicyCompileError",
     "PolicySyntaxError",
+    "ProgressRefused",
     "RecordError",
     "SolverChoiceError",
 ]
@@ -71,6 +72,20 @@ class ParityUnsolved(GroundedDecisionError, RuntimeError):
     def __init__(self, message: str, *, limit: float, setting: str = "max_parity_depth") -> None:
         super().__init__(message)
         self.limit = limit
+        self.setting = setting
+
+
+class ProgressRefused(GroundedDecisionError, RuntimeError):
+    """A module's progress check was refused by a cap of ``Limits``, not failed: whether
+    the chart keeps going is unknown, so a check built on it has no value to give.
+
+    ``setting`` names the ``Limits`` field that was reached (``None`` when unknown).
+
+    .. versionadded:: Unreleased
+    """
+
+    def __init__(self, message: str, *, setting: str | None) -> None:
+        super().__init__(message)
         self.setting = setting
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grounded_decision import ChartError, Event, EvidenceError, Module, Statechart
+from grounded_decision import ChartError, Event, EvidenceError, Limits, Module, Statechart
 from grounded_decision.bridge import DecisionParts, decision_check, progress_check
 from grounded_decision.examples.common import (
     conflicting_evidence,
@@ -93,6 +93,18 @@ def test_stuck_chart_forces_the_question_with_the_game_summary() -> None:
     assert (res["approve"].status, res["approve"].value) == ("forced", False)
     assert res["approve"].reason == f"hard check policy_ok failed: {module.progress.summary}"
     assert res.values["policy_ok"] is False
+
+
+def test_a_refused_game_is_the_checks_error_not_a_failure() -> None:
+    """A cap of Limits refusing the game says nothing about the chart: the question
+    abstains naming the cap, rather than being forced as if the chart were stuck."""
+    module = Module(name="pager", chart=two_path_module().chart, limits=Limits(max_game_vertices=1))
+    assert module.progress.refused
+    res = _claims(module).ask({"claim": {"amount": 10.0}})
+    assert (res["approve"].status, res["approve"].value) == ("abstained", None)
+    assert "raised ProgressRefused" in res["approve"].reason
+    assert "limits=Limits(max_game_vertices=N), or None for no cap" in res["approve"].reason
+    assert "policy_ok" not in res.values
 
 
 def test_passing_chart_lets_the_rule_decide() -> None:
