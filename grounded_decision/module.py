@@ -300,6 +300,8 @@ class Module:
         Raises:
             PolicyCompileError: when the policy would propose two actions at once.
             ValueError: when ``payoff`` is not ``"best-case"`` or ``"two-player"``.
+            TypeError: when ``expr`` is text or not a policy node (the nodes check their
+                own fields when they are built).
         """
         if isinstance(expr, str):
             msg = "from_expr takes a parsed policy: Module.from_expr(name, parse(text))"

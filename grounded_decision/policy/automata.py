@@ -13,7 +13,7 @@ from types import MappingProxyType
 import attrs
 
 from grounded_decision.errors import PolicyCompileError
-from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Test
+from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Star, Test
 from grounded_decision.statechart.chart import State, Statechart, Transition
 
 __all__ = [
@@ -244,7 +244,14 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
 
     Raises:
         PolicyCompileError: when the automaton would need more than ``max_states`` states.
+        TypeError: when ``expr`` is not a policy tree.
     """
+    if not isinstance(expr, Test | Act | Seq | Alt | Star):
+        msg = (
+            "a policy must be a tree of Test, Act, Seq, Alt and Star nodes, got"
+            f" {type(expr).__name__}: {expr!r:.60}; read text with parse(text)"
+        )
+        raise TypeError(msg)
     nfa = _Nfa()
     entry, exit_ = nfa.build(expr)
     closures = _Closures(nfa, exit_)

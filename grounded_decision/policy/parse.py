@@ -13,19 +13,103 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
 from grounded_decision.errors import PolicySyntaxError
 
-__all__ = ["MAX_NESTING", "Act", "Alt", "Expr", "Seq", "Star", "Test", "parse", "star_height"]
+__all__ = [
+    "MAX_HEIGHT",
+    "MAX_NESTING",
+    "Act",
+    "Alt",
+    "Expr",
+    "Seq",
+    "Star",
+    "Test",
+    "parse",
+    "star_height",
+]
+
+
+#: The deepest nesting of parentheses a policy may have. Printing, compiling and
+#: checking a policy each walk it with a few Python frames per level, so a deeper one
+#: would stop at Python's recursion limit instead of with an error naming its place.
+MAX_NESTING = 100
+
+#: The deepest policy tree (a step counts 1): a parsed policy adds at most an ``Alt``, a
+#: ``Seq`` and a ``Star`` per level of parentheses, so it is never deeper than this, and a
+#: tree built by hand is held to the same, for printing and compiling walk it recursively.
+MAX_HEIGHT = 3 * (MAX_NESTING + 1) + 1
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_NODES = "Test, Act, Seq, Alt or Star"
+
+
+def _check_name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A step's name is one the parser reads back, so the policy prints and parses again."""
+    node = type(instance).__name__
+    if not isinstance(value, str):
+        msg = f"{node}({attribute.name}) must be a str, got {type(value).__name__}: {value!r}"
+        raise TypeError(msg)
+    if _NAME.fullmatch(value) is None:
+        msg = (
+            f"{node}({attribute.name}) must be a name of letters, digits, '_', '.' and '-'"
+            f" not starting with a digit, '.' or '-', got {value!r}"
+        )
+        raise ValueError(msg)
+
+
+def _check_children(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A group holds a non-empty tuple of nodes: the forms the parser builds."""
+    node = type(instance).__name__
+    if not isinstance(value, tuple):
+        msg = (
+            f"{node}({attribute.name}) must be a tuple of {_NODES} nodes, got"
+            f" {type(value).__name__}; write {node}(({', '.join(['...'] * 2)}))"
+        )
+        raise TypeError(msg)
+    if not value:
+        msg = f"{node}({attribute.name}) must hold at least one node, got ()"
+        raise ValueError(msg)
+    for place, child in enumerate(value):
+        if not isinstance(child, _NODE_TYPES):
+            msg = (
+                f"{node}({attribute.name})[{place}] must be a {_NODES} node, got"
+                f" {type(child).__name__}: {child!r:.60}"
+            )
+            raise TypeError(msg)
+
+
+def _check_body(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, _NODE_TYPES):
+        msg = f"Star(body) must be a {_NODES} node, got {type(value).__name__}: {value!r:.60}"
+        raise TypeError(msg)
+
+
+def _height(node: Expr) -> int:
+    return 1 if isinstance(node, Test | Act) else node._height
+
+
+def _set_height(node: Seq | Alt | Star, children: tuple[Expr, ...]) -> None:
+    """Store the node's height, refusing one past ``MAX_HEIGHT`` where it is built."""
+    height = 1 + max(_height(child) for child in children)
+    if height > MAX_HEIGHT:
+        msg = (
+            f"a policy tree may be at most MAX_HEIGHT = {MAX_HEIGHT} nodes deep, as deep as"
+            f" parsing allows, and this {type(node).__name__} makes it {height}; build a"
+            " flatter tree, e.g. one Seq of many parts rather than Seqs inside Seqs"
+        )
+        raise ValueError(msg)
+    object.__setattr__(node, "_height", height)
 
 
 @attrs.frozen
 class Test:
     """``test(event)``: the next event must be ``event``."""
 
-    event: str
+    event: str = attrs.field(validator=_check_name)
 
     def __str__(self) -> str:
         """Return the policy text of this node."""
@@ -36,7 +120,7 @@ class Test:
 class Act:
     """``act(action)``: propose ``action``."""
 
-    action: str
+    action: str = attrs.field(validator=_check_name)
 
     def __str__(self) -> str:
         """Return the policy text of this node."""
@@ -47,7 +131,11 @@ class Act:
 class Seq:
     """``a ; b ; ...``: the parts one after another."""
 
-    parts: tuple[Expr, ...]
+    parts: tuple[Expr, ...] = attrs.field(validator=_check_children)
+    _height: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        _set_height(self, self.parts)
 
     def __str__(self) -> str:
         """Return the policy text of this node."""
@@ -58,7 +146,11 @@ class Seq:
 class Alt:
     """``a | b | ...``: any one of the options."""
 
-    options: tuple[Expr, ...]
+    options: tuple[Expr, ...] = attrs.field(validator=_check_children)
+    _height: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        _set_height(self, self.options)
 
     def __str__(self) -> str:
         """Return the policy text of this node."""
@@ -69,13 +161,18 @@ class Alt:
 class Star:
     """``a*``: the body zero or more times."""
 
-    body: Expr
+    body: Expr = attrs.field(validator=_check_body)
+    _height: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        _set_height(self, (self.body,))
 
     def __str__(self) -> str:
         """Return the policy text of this node."""
         return f"{_wrap(self.body, (Alt, Seq))}*"
 
 
+_NODE_TYPES = (Test, Act, Seq, Alt, Star)
 Expr = Test | Act | Seq | Alt | Star
 """A parsed text policy."""
 
@@ -94,17 +191,12 @@ def star_height(expr: Expr) -> int:
     return max(star_height(child) for child in children)
 
 
-#: The deepest nesting of parentheses a policy may have. Printing, compiling and
-#: checking a policy each walk it with a few Python frames per level, so a deeper one
-#: would stop at Python's recursion limit instead of with an error naming its place.
-MAX_NESTING = 100
-
 #: Line breaks as ``str.splitlines`` knows them, ``\r\n`` counting once: an editor shows
 #: any of them as a new line, so an error's line number and a comment's end agree with it.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _TOKEN = re.compile(
     r"(?P<space>\s+)|#[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)|(?P<punct>[()*;|])"
+    rf"|(?P<name>{_NAME.pattern})|(?P<punct>[()*;|])"
 )
 _END = "end of policy"
 

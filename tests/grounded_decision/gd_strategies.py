@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
+import attrs
 from hypothesis import strategies as st
 
 from grounded_decision.policy import Act, Alt, Expr, Seq, Star, Symbol, Test
@@ -163,6 +164,22 @@ class _Eps:
     """The language holding only the empty word."""
 
 
+@attrs.frozen
+class _Cat:
+    """A derivative term: ``left`` then ``right`` (either may hold the terms below)."""
+
+    left: object
+    right: object
+
+
+@attrs.frozen
+class _Or:
+    """A derivative term: ``left`` or ``right``."""
+
+    left: object
+    right: object
+
+
 _EMPTY = _Empty()
 _EPS = _Eps()
 Rx = object
@@ -174,6 +191,10 @@ def nullable(r: Rx) -> bool:
         return True
     if r is _EMPTY or isinstance(r, Test | Act):
         return False
+    if isinstance(r, _Cat):
+        return nullable(r.left) and nullable(r.right)
+    if isinstance(r, _Or):
+        return nullable(r.left) or nullable(r.right)
     if isinstance(r, Seq):
         return all(nullable(p) for p in r.parts)
     assert isinstance(r, Alt)
@@ -187,7 +208,7 @@ def _cat(left: Rx, right: Rx) -> Rx:
         return right
     if right is _EPS:
         return left
-    return Seq((left, right))  # type: ignore[arg-type]  # derivative terms mix in _Eps
+    return _Cat(left, right)
 
 
 def _alt(left: Rx, right: Rx) -> Rx:
@@ -197,7 +218,7 @@ def _alt(left: Rx, right: Rx) -> Rx:
         return left
     if left == right:
         return left
-    return Alt((left, right))  # type: ignore[arg-type]  # derivative terms mix in _Eps
+    return _Or(left, right)
 
 
 def derive(r: Rx, symbol: Symbol) -> Rx:
@@ -210,6 +231,11 @@ def derive(r: Rx, symbol: Symbol) -> Rx:
         return _EPS if symbol == ("act", r.action) else _EMPTY
     if isinstance(r, Star):
         return _cat(derive(r.body, symbol), r)
+    if isinstance(r, _Cat):
+        first = _cat(derive(r.left, symbol), r.right)
+        return _alt(first, derive(r.right, symbol)) if nullable(r.left) else first
+    if isinstance(r, _Or):
+        return _alt(derive(r.left, symbol), derive(r.right, symbol))
     if isinstance(r, Alt):
         out: Rx = _EMPTY
         for option in r.options:

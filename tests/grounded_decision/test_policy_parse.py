@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from gd_strategies import policies
 from hypothesis import given, settings
@@ -10,7 +12,7 @@ from grounded_decision import Limits, Module
 from grounded_decision import policy as gp
 from grounded_decision.errors import GroundedDecisionError, PolicySyntaxError
 from grounded_decision.policy import Act, Alt, Expr, Seq, Star, parse, star_height
-from grounded_decision.policy.parse import MAX_NESTING
+from grounded_decision.policy.parse import MAX_HEIGHT, MAX_NESTING
 
 
 def test_star_binds_tighter_than_seq_and_seq_tighter_than_alt() -> None:
@@ -118,3 +120,56 @@ def test_the_deepest_nesting_allowed_prints_and_checks_without_recursion_errors(
     Module.from_expr("deep", expr, Limits(None, None, None))
     with pytest.raises(PolicySyntaxError, match=f"at most {MAX_NESTING} nested parentheses"):
         parse(_nested_loops(MAX_NESTING + 1))
+
+
+def _tallest(levels: int) -> str:
+    """The deepest tree parsing allows: an Alt, a Seq and a Star per level of parentheses."""
+    inner = "test(z)"
+    for i in range(levels):
+        inner = f"(test(e{i}) | test(f) ; {inner}*)"
+    return f"test(s) | test(s) ; {inner}*"
+
+
+def test_the_tallest_parsed_tree_is_exactly_the_height_allowed_by_hand() -> None:
+    """Every tree parsing gives can be built by hand, and one node more is refused."""
+    expr = parse(_tallest(MAX_NESTING))
+    assert isinstance(expr, Alt)
+    assert Alt(expr.options) == expr
+    with pytest.raises(ValueError, match=f"at most MAX_HEIGHT = {MAX_HEIGHT} nodes deep"):
+        Star(expr)
+
+
+def test_a_tree_too_deep_to_print_is_refused_where_it_is_built() -> None:
+    """Seqs nested 3,000 deep once reached Module.from_expr and stopped at Python's
+    recursion limit; the node past MAX_HEIGHT refuses itself, naming the fix."""
+    expr: Expr = gp.Test("a")
+    for _ in range(MAX_HEIGHT - 1):
+        expr = Seq((expr, gp.Test("b")))
+    Module.from_expr("deepest", expr)
+    with pytest.raises(ValueError, match="one Seq of many parts") as caught:
+        Seq((expr, gp.Test("b")))
+    assert "makes it 305" in str(caught.value)
+
+
+HAND_BUILT: list[tuple[Callable[[], object], type[Exception], str]] = [
+    (lambda: Seq(()), ValueError, r"Seq\(parts\) must hold at least one node, got \(\)"),
+    (lambda: Alt(()), ValueError, r"Alt\(options\) must hold at least one node"),
+    (lambda: Seq([gp.Test("a")]), TypeError, r"must be a tuple .* got list; write Seq\(\("),
+    (lambda: Alt((gp.Test("a"), 5)), TypeError, r"Alt\(options\)\[1\] must be a Test, .* int: 5"),
+    (lambda: Star("test(a)"), TypeError, r"Star\(body\) must be a .* node, got str"),
+    (lambda: Act(5), TypeError, r"Act\(action\) must be a str, got int: 5"),
+    (lambda: gp.Test("a b"), ValueError, r"Test\(event\) must be a name of letters.*'a b'"),
+    (lambda: gp.Test(""), ValueError, r"got ''"),
+    (lambda: Act("1st"), ValueError, r"not starting with a digit"),
+    (lambda: Module.from_expr("m", 5), TypeError, r"tree of Test, .* got int: 5; read text"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("build", "error", "message"), HAND_BUILT)
+def test_a_hand_built_tree_is_held_to_what_parsing_gives(
+    build: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    """Nodes parsing could not give are refused where they are built, naming the field;
+    they once failed later, in compiling, or wrote a record nothing could read."""
+    with pytest.raises(error, match=message):
+        build()
