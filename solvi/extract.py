@@ -38,7 +38,8 @@ import attrs
 
 from solvi._run.async_ import call_part
 from solvi._run.scheduler import PRIOR_CALLS
-from solvi._run.steps import call_sync, cause_of, current_loop, effective_timeout
+from solvi._run.steps import call_sync, cause_of, current_loop, effective_timeout, part_failed
+from solvi._run.threads import ThreadSlots
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, RecordError
@@ -421,18 +422,18 @@ class TextReader:
             return _Called(part.name, "skipped", args, start=start, end=start)
         try:
             value = call_sync(part, args, effective_timeout(part, timeout))
-        except Exception as exc:
+        except BaseException as exc:
+            if not part_failed(exc):
+                raise
             return self._failed(part, exc, start)
         return self._facts(part, value, start)
 
     @staticmethod
-    def _failed(part: Part, exc: Exception, start: float) -> _Called:
+    def _failed(part: Part, exc: BaseException, start: float) -> _Called:
         cause = cause_of(exc, part.name, part.provides)
         return _Called(part.name, cause.kind, cause.message, start=start, end=perf_counter())  # type: ignore[arg-type]  # a Cause's kind is "error" or "timeout"
 
-    async def aread(
-        self, text: str, seconds: float | None, limiter: anyio.CapacityLimiter
-    ) -> list[_Called]:
+    async def aread(self, text: str, seconds: float | None, slots: ThreadSlots) -> list[_Called]:
         """Run the extracts concurrently in one task group: those that read only the
         text at once, the others once every extract before them is done."""
         results: list[_Called | None] = [None] * len(self.extracts)
@@ -451,8 +452,10 @@ class TextReader:
                     results[i] = _Called(part.name, "skipped", args, start=start, end=start)
                     return
                 try:
-                    value = await _acall(part, args, effective_timeout(part, seconds), limiter)
-                except Exception as exc:
+                    value = await _acall(part, args, effective_timeout(part, seconds), slots)
+                except BaseException as exc:
+                    if not part_failed(exc):
+                        raise
                     results[i] = self._failed(part, exc, start)
                     return
                 results[i] = self._facts(part, value, start)
@@ -513,12 +516,12 @@ def _recorded(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _acall(
-    part: Part, args: tuple[Any, ...], seconds: float | None, limiter: anyio.CapacityLimiter
+    part: Part, args: tuple[Any, ...], seconds: float | None, slots: ThreadSlots
 ) -> Any:
     """Call one extract on the event loop: inline, or as `aask` calls a part."""
     if not part.is_async and not part.blocking and part.timeout is None:
         return part.func(*args)
-    return await call_part(part, args, seconds, limiter)
+    return await call_part(part, args, seconds, slots)
 
 
 # -- the System's methods (System binds these two functions as its own) --------------------
@@ -608,7 +611,7 @@ async def aask_text(
 
     Every extract that can run starts at once, in one task group: async ones
     are awaited, ``blocking=True`` ones run in a worker thread (under the
-    System's thread limiter), other sync ones inline. An extract that reads a
+    System's thread slots), other sync ones inline. An extract that reads a
     fact earlier extracts give waits for them. The request is then asked with
     `aask`. It is the request `ask_text` makes from the same text, whatever
     finished first, so the answers, the record and its hash are the same.
@@ -629,10 +632,7 @@ async def aask_text(
     """
     reader: TextReader = self._text
     loop = current_loop()
-    limiter = self._limiters.get(loop)
-    if limiter is None:
-        limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
-    called = await reader.aread(_checked(text), options.get("timeout"), limiter)
+    called = await reader.aread(_checked(text), options.get("timeout"), self._thread_slots.of(loop))
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
     request = reader.request(called, text, state)

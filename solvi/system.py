@@ -8,7 +8,6 @@ import random
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
@@ -30,6 +29,7 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
+from solvi._run.threads import LoopSlots
 from solvi._uncancelled import in_thread_through, in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
@@ -239,10 +239,7 @@ class System:
             self.cost_book,
             f"{self.version}.{questions_digest}",
         )
-        #: one thread limiter per event loop: a limiter belongs to the loop that made it
-        self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._thread_slots = LoopSlots(self.threads)
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self.store: Store | None = None if store is None else open_store(store)
@@ -601,14 +598,12 @@ class System:
                 stacklevel=2,
             )
             speculate = False
-        limiter = self._limiters.get(loop)
-        if limiter is None:
-            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.threads)
+        slots = self._thread_slots.of(loop)
         try:
             _raise_if(cancelled_first)  # a native cancel, during the check above
             await run_async(
                 run,
-                limiter,
+                slots,
                 self.cost_book,
                 speculate=speculate and run.early_exit,
                 order=policy,

@@ -4,7 +4,8 @@ Steps start as soon as the steps they read are done. Plain sync parts run
 inline; async parts are awaited, directly when nothing else could overlap with
 them or when they have proved fast, otherwise on a few worker tasks of the
 request, all in the request's one anyio task group; `blocking=True` parts (and
-sync parts with a `timeout=`) run in worker threads under a CapacityLimiter.
+sync parts with a `timeout=`) run in worker threads, at most the System's `threads`
+at once (see `solvi._run.threads`).
 """
 
 from __future__ import annotations
@@ -29,16 +30,14 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import (
     Node,
-    PartRaised,
-    PartTimeout,
     Program,
     await_part,
-    call_in_thread,
-    cancelled_by_caller,
     cause_of,
     effective_timeout,
     fast_call,
+    part_failed,
 )
+from solvi._run.threads import ThreadSlots
 from solvi.costs import CostBook
 from solvi.errors import RequestIdTaken
 
@@ -49,19 +48,15 @@ __all__ = ["call_part", "run_async", "run_node_async"]
 INLINE_BELOW_MS = 0.05
 
 
-async def call_part(part: Any, args: tuple[Any, ...], seconds: float | None, limiter: Any) -> Any:
-    """Await an async part, or call a sync one in a worker thread (abandoned on
-    timeout); raise PartTimeout once it runs past `seconds`."""
+async def call_part(
+    part: Any, args: tuple[Any, ...], seconds: float | None, slots: ThreadSlots
+) -> Any:
+    """Await an async part, or call a sync one in a worker thread (given up on timeout
+    or cancellation, but counted in `slots` until it ends); raise PartTimeout once it
+    runs past `seconds`."""
     if part.is_async:
         return await await_part(part.func, args, seconds)
-    # A sync part that may block: a worker thread, abandoned on timeout.
-    if seconds is None:
-        return await anyio.to_thread.run_sync(call_in_thread, part.func, *args, limiter=limiter)
-    with anyio.move_on_after(seconds):
-        return await anyio.to_thread.run_sync(
-            call_in_thread, part.func, *args, limiter=limiter, abandon_on_cancel=True
-        )
-    raise PartTimeout(seconds)
+    return await slots.call(part.func, args, seconds)
 
 
 def _inline_sync(part: Any) -> bool:
@@ -83,7 +78,7 @@ async def _astarting(
     return None
 
 
-async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
+async def run_node_async(run: Run, node: Node, slots: ThreadSlots) -> None:
     """Compute one node: try its producers in order until one succeeds (the general
     path; a worker calls a fast-path node itself, see `_Driver._worker`)."""
     plan = attempts(run, node)
@@ -93,30 +88,28 @@ async def run_node_async(run: Run, node: Node, limiter: Any) -> None:
             if action == START:
                 reply: Any = await _astarting(run, node, arg)
             else:
-                reply = await _outcome(run, node, limiter, *arg)
+                reply = await _outcome(run, node, slots, *arg)
             action, arg = plan.send(reply)
     except StopIteration:
         return
 
 
 async def _outcome(
-    run: Run, node: Node, limiter: Any, part: Any, args: tuple[Any, ...], start: float
+    run: Run, node: Node, slots: ThreadSlots, part: Any, args: tuple[Any, ...], start: float
 ) -> tuple[Any, Cause | None]:
     """Call one producer on the loop (inline, awaited, or in a thread): its value, or
     the Cause of its failure. A cancelled call is told to the hooks, then goes on."""
     try:
         if _inline_sync(part):
             return part.func(*args), None
-        return await call_part(part, args, effective_timeout(part, run.timeout), limiter), None
-    except anyio.get_cancelled_exc_class() as exc:
-        if not cancelled_by_caller(exc):
+        return await call_part(part, args, effective_timeout(part, run.timeout), slots), None
+    except BaseException as exc:
+        if part_failed(exc):
             return None, cause_of(exc, part.name, node.fact)
-        if run.hooks is not None:
+        if run.hooks is not None and isinstance(exc, anyio.get_cancelled_exc_class()):
             tried = node.parts.index(part)
             run.step_ended(node, tried, start, perf_counter(), "cancelled", "cancelled")
         raise
-    except Exception as exc:
-        return None, cause_of(exc, part.name, node.fact)
 
 
 def _is_slow(node: Node, costs: CostBook) -> bool:
@@ -158,9 +151,11 @@ class _Driver:
     still busy, since those take them as they finish.
     """
 
-    def __init__(self, run: Run, limiter: Any, costs: CostBook, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self, run: Run, slots: ThreadSlots, costs: CostBook, tg: anyio.abc.TaskGroup
+    ) -> None:
         self.run = run
-        self.limiter = limiter
+        self.slots = slots
         self.costs = costs
         self.tg = tg
         self.speculative = False
@@ -219,10 +214,10 @@ class _Driver:
                 return  # settled already: never started, dropped later
             with anyio.CancelScope() as scope:
                 self.scopes[node.index] = scope
-                await run_node_async(run, node, self.limiter)
+                await run_node_async(run, node, self.slots)
             self.scopes.pop(node.index, None)
             return
-        await run_node_async(run, node, self.limiter)
+        await run_node_async(run, node, self.slots)
 
     # -- workers -------------------------------------------------------------
 
@@ -259,15 +254,13 @@ class _Driver:
                             value = fast_call(node, run.vals)
                             if node.simple_async:
                                 value = await value
-                        except Exception as exc:
-                            run.fast_failed(node, start, exc)
-                        except self.cancelled as exc:
-                            if cancelled_by_caller(exc):
-                                if hooks is not None:
+                        except BaseException as exc:
+                            if not part_failed(exc):
+                                if hooks is not None and isinstance(exc, self.cancelled):
                                     end = perf_counter()
                                     run.step_ended(node, 0, start, end, "cancelled", "cancelled")
                                 raise
-                            run.fast_failed(node, start, PartRaised(exc))
+                            run.fast_failed(node, start, exc)
                         else:
                             if run.journal is None and hooks is None:
                                 run.fast_ok(node, start, perf_counter(), value)
@@ -367,7 +360,7 @@ class _Driver:
 
 async def run_async(
     run: Run,
-    limiter: Any,
+    slots: ThreadSlots,
     costs: CostBook,
     *,
     speculate: bool,
@@ -383,7 +376,7 @@ async def run_async(
     """
     try:
         async with anyio.create_task_group() as tg:
-            driver = _Driver(run, limiter, costs, tg)
+            driver = _Driver(run, slots, costs, tg)
             for drive in drives(
                 run, order, cost_of, by_declaration=by_declaration, speculate=speculate
             ):

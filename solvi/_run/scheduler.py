@@ -321,7 +321,7 @@ class Run:
         self.vals[node.fact] = self.check_value(node.fact, value) if node.is_check else value
         self.status[node.index] = OK
 
-    def fast_failed(self, node: Node, start: float, exc: Exception) -> None:
+    def fast_failed(self, node: Node, start: float, exc: BaseException) -> None:
         """Record a fast-path call that raised (or timed out)."""
         self.called(node, 0, start, perf_counter(), None, cause_of(exc, node.first_part, node.fact))
 

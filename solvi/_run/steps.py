@@ -441,8 +441,21 @@ def cancelled_by_caller(exc: BaseException) -> bool:
     a part raise one; trio's comes from a cancel scope only."""
     if not isinstance(exc, asyncio.CancelledError):
         return True
-    task = asyncio.current_task()
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False  # no asyncio loop here (a sync driver, or trio): the part's own
     return task is None or task.cancelling() > 0
+
+
+def part_failed(exc: BaseException) -> bool:
+    """Whether what a call of a part raised is the part's failure, to record: any
+    Exception, and a CancelledError of its own (a BaseException, which only asyncio's
+    cancellation of the request may carry on). A cancellation of the request, or
+    KeyboardInterrupt and the like, go on up."""
+    if isinstance(exc, Exception):
+        return True
+    return isinstance(exc, asyncio.CancelledError) and not cancelled_by_caller(exc)
 
 
 def call_in_thread(func: Callable[..., Any], *args: Any) -> Any:

@@ -26,6 +26,7 @@ from solvi._run.steps import (
     call_sync,
     cause_of,
     effective_timeout,
+    part_failed,
 )
 from solvi.catalog import Part
 from solvi.record import HUGE_INT, NEGATIVE_HUGE_INT, PLAIN_TYPES
@@ -47,7 +48,9 @@ def call_here(run: Run, node: Node, part: Part, args: tuple[Any, ...]) -> Outcom
     """Call one producer in this thread: its value, or the Cause of its failure."""
     try:
         return call_sync(part, args, effective_timeout(part, run.timeout)), None
-    except Exception as exc:
+    except BaseException as exc:
+        if not part_failed(exc):
+            raise
         return None, cause_of(exc, part.name, node.fact)
 
 
@@ -138,7 +141,9 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
                 value = func(*arg(vals))
             else:
                 value = func()
-        except Exception as exc:
+        except BaseException as exc:
+            if not part_failed(exc):
+                raise
             run.fast_failed(nodes[index], start, exc)
             start = perf_counter()
             continue

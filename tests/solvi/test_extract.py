@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
+import anyio
 import pytest
 
 from solvi import Catalog, CatalogError, PlanError, System
@@ -178,3 +180,27 @@ def test_a_part_computing_text_is_a_plan_error() -> None:
 
     with pytest.raises(PlanError, match="part 'letter' of catalog 'c' computes 'text'"):
         System(cat)
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_an_extract_raising_its_own_cancelled_error_is_its_error(blocking: bool) -> None:
+    """CancelledError out of an extract (a BaseException) is the extract's error under
+    `ask_text` and `aask_text` on asyncio and trio; it crashed all but asyncio's."""
+    cat = Catalog("letters")
+
+    @cat.extract(blocking=blocking)
+    def amounts(text: str) -> dict[str, int]:
+        raise asyncio.CancelledError
+
+    @cat.rule
+    def small_claim(amount: int) -> bool:
+        return amount < 1_000
+
+    system = System(cat)
+    for res in (
+        system.ask_text("x"),
+        anyio.run(system.aask_text, "x"),
+        anyio.run(system.aask_text, "x", backend="trio"),
+    ):
+        assert res["small_claim"].status == "abstained"
+        assert "CancelledError" in res["small_claim"].reason

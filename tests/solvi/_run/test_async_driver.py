@@ -14,7 +14,8 @@ from flows.claims_small import Calls, claims_catalog
 from hypothesis import HealthCheck, given, settings
 from strategies import CatalogSpec, Log, build, catalogs, states, system_of
 
-from solvi import Catalog, Question, System
+from solvi import Catalog, Question, Response, StepEvent, System
+from solvi._run.steps import current_loop
 
 
 def _gated_catalog(started: list[str], cancelled: list[str], *, check_delay: float) -> Catalog:
@@ -293,22 +294,27 @@ def _solvi_tasks() -> list[str]:
     return [t.get_name() for t in asyncio.all_tasks() if t.get_name() == "solvi-step"]
 
 
-@pytest.mark.asyncio
-async def test_cancelling_aask_waits_for_threads_it_cannot_abandon() -> None:
-    """A `blocking=True` part without a timeout is waited for, not abandoned, on cancel.
-
-    Two of them run at once, so at least one runs on an extra worker: cancelling
-    the request must reach it through a cancel scope that respects the shield
-    around its thread, and return only when both threads have finished (whether
-    the cancellation or the answer comes out depends on which thread ends last).
-    """
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_cancelling_aask_gives_up_on_threads_but_counts_them_until_they_end(
+    backend: str,
+) -> None:
+    """A `blocking=True` part without a timeout is given up at once on cancel: the
+    caller has its control back, hooks hear "cancelled". Its thread cannot be stopped,
+    so it holds its slot of `threads=` until it ends: the next request's calls wait
+    for those threads rather than run beside them."""
     cat = Catalog("threads")
-    finished: list[str] = []
+    lock = threading.Lock()
+    now, peak, finished = [0], [0], []
 
     def slow(name: str) -> Any:
         def part(x: int) -> int:
+            with lock:
+                now[0] += 1
+                peak[0] = max(peak[0], now[0])
             time.sleep(0.3)
-            finished.append(name)
+            with lock:
+                now[0] -= 1
+                finished.append(name)
             return x
 
         part.__name__ = name
@@ -321,13 +327,35 @@ async def test_cancelling_aask_waits_for_threads_it_cannot_abandon() -> None:
     def answer(a: int, b: int) -> int:
         return a + b
 
-    system = System(cat)
-    start = time.perf_counter()
-    with anyio.move_on_after(0.05):
-        await system.aask({"x": 1})
-    assert sorted(finished) == ["a", "b"]  # no thread left running behind the request
-    assert time.perf_counter() - start >= 0.25
-    assert _solvi_tasks() == []
+    told: list[tuple[str, str | None]] = []
+
+    class Told:
+        def step_finished(self, event: StepEvent) -> None:
+            told.append((event.part, event.outcome))
+
+    system = System(cat, [Question("answer")], threads=2, hooks=[Told()])
+
+    async def main() -> tuple[float, Response]:
+        start = time.perf_counter()
+        with anyio.move_on_after(0.05):
+            await system.aask({"x": 1})
+        back = time.perf_counter() - start
+        assert finished == []  # both threads still run, given up
+        assert system._thread_slots.of(current_loop()).running == 2
+        return back, await system.aask({"x": 2})
+
+    back, res = anyio.run(main, backend=backend)
+    assert back < 0.25
+    assert res["answer"].value == 4
+    assert peak[0] == 2  # the second request's calls waited for the first's threads
+    assert sorted(finished) == ["a", "a", "b", "b"]
+    assert sorted(told) == [
+        ("a", "cancelled"),
+        ("a", "ok"),
+        ("answer", "ok"),
+        ("b", "cancelled"),
+        ("b", "ok"),
+    ]
 
 
 class _Crash(BaseException):
@@ -501,3 +529,80 @@ def test_a_cancelled_error_a_part_raises_by_itself_is_its_error(timeout: float |
         ]
         assert res["approve"].status == "abstained"
     assert asked.hash == awaited.hash
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_a_sync_part_raising_its_own_cancelled_error_is_its_error_on_every_driver(
+    blocking: bool,
+) -> None:
+    """A sync part can raise CancelledError, a BaseException (a client that runs an
+    event loop of its own lets one out): it is the part's error under `ask`,
+    `ask(workers=2)` and `aask` on asyncio and trio alike, never a crash of the
+    request nor a cancellation of it."""
+    cat = Catalog("own_cancel_sync")
+
+    @cat.fn(blocking=blocking)
+    def helper(x: int) -> int:
+        raise asyncio.CancelledError
+
+    @cat.rule
+    def approve(helper: int) -> bool:
+        return True
+
+    system = System(cat, [Question("approve", forced=False)])
+    answers = [
+        system.ask({"x": 1}),
+        system.ask({"x": 1}, workers=2),
+        anyio.run(system.aask, {"x": 1}),
+        anyio.run(system.aask, {"x": 1}, backend="trio"),
+    ]
+    for res in answers:
+        assert [(s.part, s.outcome, s.message) for s in res.trace.steps] == [
+            ("helper", "error", "CancelledError: ")
+        ]
+        assert res["approve"].status == "abstained"
+    assert len({res.hash for res in answers}) == 1
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_calls_given_up_on_timeout_hold_their_threads_until_they_end(backend: str) -> None:
+    """Timed-out calls go on in their threads; `threads=2` still means at most two such
+    calls at once across requests, where anyio's limiter on asyncio let each wave
+    of requests start two more beside the ones it had given up on."""
+    cat = Catalog("slow_client")
+    lock = threading.Lock()
+    now, peak = [0], [0]
+
+    @cat.fn(blocking=True, timeout=0.02)
+    def client(x: int) -> int:
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.1)
+        with lock:
+            now[0] -= 1
+        return x
+
+    @cat.rule
+    def approve(client: int) -> bool:
+        return True
+
+    system = System(cat, [Question("approve", forced=False)], threads=2)
+
+    async def main() -> list[str]:
+        statuses: list[str] = []
+
+        async def one(i: int) -> None:
+            statuses.append((await system.aask({"x": i}))["approve"].status)
+
+        for wave in range(3):  # each wave starts while the last one's threads still run
+            async with anyio.create_task_group() as tg:
+                for i in range(4):
+                    tg.start_soon(one, 4 * wave + i)
+        await anyio.sleep(0.25)  # the last threads end
+        return statuses
+
+    statuses = anyio.run(main, backend=backend)
+    assert statuses == ["abstained"] * 12
+    assert peak[0] <= 2
+    assert now[0] == 0
