@@ -132,7 +132,8 @@ class HookTable:
                 raise TypeError(msg)
             for name in found:
                 method = getattr(hook, name)
-                if inspect.iscoroutinefunction(method):
+                call = type(method).__call__  # an object's own async __call__ counts too
+                if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(call):
                     msg = (
                         f"hook {hook!r} has an async {name}; hooks are called as the request "
                         f"runs, never awaited, so make it a plain def (and hand any slow work "

@@ -192,6 +192,16 @@ def test_a_hook_with_an_async_method_is_refused() -> None:
     with pytest.raises(TypeError, match="has an async step_finished; hooks are called"):
         System(_catalog(), QUESTIONS, hooks=[Exporter()])
 
+    class Sender:
+        async def __call__(self, event: StepEvent) -> None:
+            return None
+
+    class Wired:
+        step_finished = Sender()  # an object whose call is async: its events would be lost
+
+    with pytest.raises(TypeError, match="has an async step_finished; hooks are called"):
+        System(_catalog(), QUESTIONS, hooks=[Wired()])
+
 
 def test_without_hooks_there_is_no_table() -> None:
     """No hooks, no dispatch table: the drivers have nothing to call."""
