@@ -67,7 +67,7 @@ def _check_children(instance: object, attribute: attrs.Attribute[Any], value: ob
     if not isinstance(value, tuple):
         msg = (
             f"{node}({attribute.name}) must be a tuple of {_NODES} nodes, got"
-            f" {type(value).__name__}; write {node}(({', '.join(['...'] * 2)}))"
+            f" {type(value).__name__}; write {node}((..., ...))"
         )
         raise TypeError(msg)
     if not value:

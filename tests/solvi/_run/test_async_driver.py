@@ -294,6 +294,25 @@ def _solvi_tasks() -> list[str]:
     return [t.get_name() for t in asyncio.all_tasks() if t.get_name() == "solvi-step"]
 
 
+class _Overlap:
+    """Counts the calls running at once across threads, the most there were, and the
+    names of those that ended."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+        self.finished: list[str] = []
+
+    def run(self, name: str, seconds: float) -> None:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(seconds)
+        with self.lock:
+            self.now -= 1
+            self.finished.append(name)
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_cancelling_aask_gives_up_on_threads_but_counts_them_until_they_end(
     backend: str,
@@ -303,18 +322,12 @@ def test_cancelling_aask_gives_up_on_threads_but_counts_them_until_they_end(
     so it holds its slot of `threads=` until it ends: the next request's calls wait
     for those threads rather than run beside them."""
     cat = Catalog("threads")
-    lock = threading.Lock()
-    now, peak, finished = [0], [0], []
+    overlap = _Overlap()
+    finished = overlap.finished
 
     def slow(name: str) -> Any:
         def part(x: int) -> int:
-            with lock:
-                now[0] += 1
-                peak[0] = max(peak[0], now[0])
-            time.sleep(0.3)
-            with lock:
-                now[0] -= 1
-                finished.append(name)
+            overlap.run(name, 0.3)
             return x
 
         part.__name__ = name
@@ -347,7 +360,7 @@ def test_cancelling_aask_gives_up_on_threads_but_counts_them_until_they_end(
     back, res = anyio.run(main, backend=backend)
     assert back < 0.25
     assert res["answer"].value == 4
-    assert peak[0] == 2  # the second request's calls waited for the first's threads
+    assert overlap.peak == 2  # the second request's calls waited for the first's threads
     assert sorted(finished) == ["a", "a", "b", "b"]
     assert sorted(told) == [
         ("a", "cancelled"),
@@ -570,17 +583,11 @@ def test_calls_given_up_on_timeout_hold_their_threads_until_they_end(backend: st
     calls at once across requests, where anyio's limiter on asyncio let each wave
     of requests start two more beside the ones it had given up on."""
     cat = Catalog("slow_client")
-    lock = threading.Lock()
-    now, peak = [0], [0]
+    overlap = _Overlap()
 
     @cat.fn(blocking=True, timeout=0.02)
     def client(x: int) -> int:
-        with lock:
-            now[0] += 1
-            peak[0] = max(peak[0], now[0])
-        time.sleep(0.1)
-        with lock:
-            now[0] -= 1
+        overlap.run("client", 0.1)
         return x
 
     @cat.rule
@@ -604,5 +611,5 @@ def test_calls_given_up_on_timeout_hold_their_threads_until_they_end(backend: st
 
     statuses = anyio.run(main, backend=backend)
     assert statuses == ["abstained"] * 12
-    assert peak[0] <= 2
-    assert now[0] == 0
+    assert overlap.peak <= 2
+    assert overlap.now == 0
