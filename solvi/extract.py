@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from time import perf_counter
@@ -44,7 +43,7 @@ from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
 from solvi.errors import PlanError, RecordError
 from solvi.inputs import as_state
-from solvi.record import canonical_json, json_problem, to_record_value
+from solvi.record import canonical_json, json_problem, shortened, to_record_value
 from solvi.response import Answer, Response, Safeguard
 
 if TYPE_CHECKING:
@@ -75,11 +74,6 @@ Outcome = Literal["ok", "error", "timeout", "skipped"]
 
 def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
-
-
-def _short(value: Any, width: int = 40) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _json_text(value: Any) -> str | None:
@@ -149,7 +143,7 @@ class TextOutcome:
     def disagreement(self, key: str) -> str:
         """``extracts disagree: a gave 250, b gave 300``, in declaration order."""
         given = self.conflicts[key]
-        said = [f"{s.part} gave {_short(given[s.part])}" for s in self.steps if s.part in given]
+        said = [f"{s.part} gave {shortened(given[s.part])}" for s in self.steps if s.part in given]
         return "extracts disagree: " + ", ".join(said)
 
     def explain(self, answer: Answer) -> Answer:
@@ -271,7 +265,7 @@ class TextResponse(Response):
         for key in self.text.conflicts:
             lines.append(f"  conflict on {key}: {self.text.disagreement(key)}")
         for key, o in self.text.overruled.items():
-            lines.append(f"  {key}: the state's {_short(o.state)} kept over the text's")
+            lines.append(f"  {key}: the state's {shortened(o.state)} kept over the text's")
         return "\n".join(lines)
 
 

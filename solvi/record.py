@@ -26,6 +26,7 @@ __all__ = [
     "canonical_json",
     "json_problem",
     "record_hash",
+    "shortened",
     "to_record_value",
 ]
 
@@ -153,6 +154,13 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=F
 def canonical_json(data: Any) -> str:
     """The one JSON text of a record: sorted keys, no spaces, no NaN."""
     return _CANONICAL.encode(data)
+
+
+def shortened(value: Any, width: int = 40, *, bare_text: bool = False) -> str:
+    """A value's JSON for a line a person reads, cut to `width` characters ending in
+    "..." (with `bare_text`, a str as it is, without quotes)."""
+    text = value if bare_text and isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def record_hash(data: Any) -> str:

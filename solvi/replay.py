@@ -28,7 +28,7 @@ from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.inputs import as_state
-from solvi.record import canonical_json
+from solvi.record import canonical_json, shortened
 from solvi.response import record_hashes
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Difference:
         if self.kind == "step":
             stored, replayed = _step_text(self.stored), _step_text(self.replayed)
         else:
-            stored, replayed = _short(self.stored), _short(self.replayed)
+            stored, replayed = shortened(self.stored, 60), shortened(self.replayed, 60)
         return f"{self.kind} {self.name}: stored {stored}, replayed {replayed}"
 
 
@@ -161,11 +161,6 @@ def summary_line(
         f"replayed {total} records of catalog {catalog} (version {version}): {same} same, "
         f"{different} different, {refused} refused"
     )
-
-
-def _short(value: Any, width: int = 60) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _step_text(state: Mapping[str, Any] | None) -> str:

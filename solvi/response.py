@@ -24,7 +24,7 @@ from solvi._run.scheduler import (
 )
 from solvi._run.steps import Program
 from solvi.flow import Flow
-from solvi.record import canonical_json, record_hash, to_record_value
+from solvi.record import canonical_json, record_hash, shortened, to_record_value
 from solvi.strategy import HeadPlan
 
 __all__ = [
@@ -423,11 +423,6 @@ def _cause_text(cause: Cause) -> str:
     return f"{cause.fact}: {cause.describe()}"
 
 
-def _short(value: Any, width: int = 40) -> str:
-    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 #: how each line of the default order ends (then there is no order to explain)
 _DEFAULT_ORDER_ENDS = tuple(
     f"{_DEFAULT_ORDER} → {outcome}"
@@ -450,7 +445,7 @@ def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
     answers = record["answers"]
     width = max((len(n) for n in answers), default=0)
     for name, a in answers.items():
-        value = "-" if a["status"] == "abstained" else _short(a["value"])
+        value = "-" if a["status"] == "abstained" else shortened(a["value"], bare_text=True)
         lines.append(f"  {name:<{width}}  {a['status']:<9}  {value:<8}  {a['reason']}")
     if record["steps"]:
         lines.append("steps")
