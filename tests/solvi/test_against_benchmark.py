@@ -41,17 +41,23 @@ def _journal(p50: float, p99: float, burst: float) -> dict[str, Any]:
     return {"modes": {"off": off, "NORMAL": normal}}
 
 
+def _blocking(aask_ms: float, hand_ms: float) -> dict[str, Any]:
+    return {"concurrent": {"requests": 200, "median_ms": {"aask": aask_ms, "hand": hand_ms}}}
+
+
 def _record() -> dict[str, Any]:
     """Three rounds each side; the baseline meets every goal, the current side does not."""
     base = {
         "overhead": [_overhead(100, 200, 220), _overhead(100, 200, 225), _overhead(100, 200, 230)],
         "async": [_async(20.0, 20.0, 1.0, 1.0), _async(19.8, 20.0, 1.1, 1.0)],
         "journal": [_journal(10.5, 11.0, 1.1), _journal(10.6, 12.0, 1.2)],
+        "blocking": [_blocking(50.0, 45.0), _blocking(50.0, 40.0)],
     }
     cur = {
         "overhead": [_overhead(100, 200, 300), _overhead(100, 200, 310), _overhead(100, 200, 320)],
         "async": [_async(21.0, 20.0, 2.0, 1.0), _async(21.2, 20.0, 2.2, 1.0)],
         "journal": [_journal(12.0, 14.0, 2.0), _journal(12.5, 15.0, 2.5)],
+        "blocking": [_blocking(80.0, 40.0), _blocking(80.0, 48.0)],
     }
     here = str(Path("benchmarks").resolve() / "overhead.py")
     return {
@@ -102,6 +108,13 @@ def test_the_tables_give_both_sides_the_ratio_the_goal_and_a_verdict(bench: Modu
     assert "0.871x [0.833x..0.909x]" in burst
     assert "0.450x [0.400x..0.500x]" in burst
     assert "MISSES (was: meets)" in burst
+    # blocking: hand-written wall / aask wall, higher is better
+    blocking = rows["200 at once"]
+    assert "0.850x [0.800x..0.900x]" in blocking
+    assert "0.550x [0.500x..0.600x]" in blocking
+    assert ">= 0.800x" in blocking
+    assert "MISSES (was: meets)" in blocking
+    assert blocking.endswith("WORSE")
 
 
 def test_noise_decides_worse_better_or_same(bench: ModuleType) -> None:
