@@ -44,7 +44,10 @@ class ThreadSlots:
         PartTimeout once it runs past ``seconds``, and give up at once on cancellation."""
         call = _Call(self._slots)
         with anyio.move_on_after(seconds):  # the wait for a slot counts, as for anyio's
-            await self._slots.acquire_on_behalf_of(call)
+            try:  # a free slot without a trip round the loop; the thread's start checks
+                self._slots.acquire_on_behalf_of_nowait(call)  # for cancellation anyway
+            except anyio.WouldBlock:
+                await self._slots.acquire_on_behalf_of(call)
             try:
                 return await anyio.to_thread.run_sync(
                     call.run, func, args, abandon_on_cancel=True, limiter=self._threads

@@ -83,6 +83,14 @@ def _not_an_input(exc: RequestError) -> ClientError:
     return ClientError(422, "not_an_input", str(exc), key=exc.key)
 
 
+def _refused_request(exc: RequestError | RecordError) -> ClientError:
+    """What the System refused of a request, before any part ran, in the client's terms."""
+    if isinstance(exc, RequestError):
+        return _not_an_input(exc)
+    msg = f"the request cannot be recorded: {exc}"
+    return ClientError(422, "unrecordable_value", msg, fact=exc.fact)
+
+
 def _refuse(err: ClientError) -> Response:
     return _json_response(_error_body(err.code, err.message, **err.details), err.status)
 
@@ -160,13 +168,13 @@ class _Server:
         self.metrics.in_flight += 1
         try:
             res = await self._answer(request, state, options)
-        except RequestError as exc:
-            return _refuse(_not_an_input(exc))
+        except (RequestError, RecordError) as exc:
+            return _refuse(_refused_request(exc))
         except ExceptionGroup as group:  # raised in the task group that watches the client
-            refused = group.subgroup(RequestError)
+            refused = group.subgroup((RequestError, RecordError))
             if refused is None:
                 raise
-            return _refuse(_not_an_input(refused.exceptions[0]))  # type: ignore[arg-type]
+            return _refuse(_refused_request(refused.exceptions[0]))  # type: ignore[arg-type]
         finally:
             self.metrics.in_flight -= 1
         if res is None:

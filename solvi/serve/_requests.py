@@ -16,6 +16,7 @@ import anyio
 import attrs
 
 from solvi.errors import _closest
+from solvi.record import HUGE_INT
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
@@ -200,11 +201,13 @@ async def read_body(request: Request, limit: int, seconds: float) -> bytes:
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.strip().isdigit():
-            msg = f"the Content-Length header must be a whole number of bytes, got {declared!r}"
+        digits = declared.strip()
+        # ASCII digits only ("²" is a digit to str.isdigit), and few enough for int()
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > _MAX_LENGTH_DIGITS:
+            msg = f"the Content-Length header must be a whole number of bytes, got {declared!r:.60}"
             raise ClientError(400, "invalid_json", msg)
-        if int(declared) > limit:
-            raise _too_large(int(declared), limit)
+        if int(digits) > limit:
+            raise _too_large(int(digits), limit)
     chunks: list[bytes] = []
     size = 0
     with anyio.move_on_after(seconds) as scope:
@@ -240,14 +243,21 @@ def _finite(text: str) -> float:
     return value
 
 
+#: a Content-Length past this many digits is past any body a server takes
+_MAX_LENGTH_DIGITS = 18
+#: the most digits of an integer a record holds (it lies strictly within HUGE_INT)
+_RECORD_DIGITS = len(str(HUGE_INT)) - 1
+
+
 def _whole(text: str) -> int:
-    """A JSON integer, refused in the client's terms when int() would refuse its length."""
-    limit = sys.get_int_max_str_digits()
+    """A JSON integer, refused in the client's terms when a record could not hold it
+    (which also keeps it within what int() reads)."""
     digits = len(text.lstrip("-"))
-    if limit and digits > limit:
+    most = min(_RECORD_DIGITS, sys.get_int_max_str_digits() or _RECORD_DIGITS)
+    if digits > most:
         msg = (
-            f"the body holds an integer of {digits} digits; integers over {limit} digits are "
-            f"refused, send a shorter number (or a string)"
+            f"the body holds an integer of {digits} digits; a record holds integers of up to"
+            f" {most:,} digits, send a shorter number (or a string)"
         )
         raise ClientError(400, "invalid_json", msg)
     return int(text)

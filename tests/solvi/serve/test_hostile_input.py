@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from flows.serve_app import make_system
@@ -53,20 +52,66 @@ async def test_a_lone_surrogate_value_comes_back_escaped(params: dict[str, str])
 
 
 @pytest.mark.asyncio
-async def test_an_over_long_integer_is_refused_in_the_clients_terms() -> None:
-    """A 5000-digit integer is a 400 naming the digit limit, not Python's setting."""
-    body = b'{"name": ' + b"9" * 5000 + b"}"
+@pytest.mark.parametrize("digits", [4001, 4100, 5000])
+async def test_an_integer_no_record_holds_is_refused_in_the_clients_terms(digits: int) -> None:
+    """An integer of more digits than a record holds is a 400 naming that limit. Between
+    4,001 and 4,300 digits (what int() reads) it once passed the parser and came back as
+    a 500 from the record's own check."""
+    body = b'{"name": ' + b"9" * digits + b"}"
     async with in_process_client(asgi(_echo())) as client:
         r = await client.post("/v1/ask", content=body, headers=JSON)
     assert r.status_code == 400
     assert r.json()["error"] == {
         "code": "invalid_json",
         "message": (
-            f"the body holds an integer of 5000 digits; integers over "
-            f"{sys.get_int_max_str_digits()} digits are refused, send a shorter number "
-            f"(or a string)"
+            f"the body holds an integer of {digits} digits; a record holds integers of up to"
+            f" 4,000 digits, send a shorter number (or a string)"
         ),
     }
+
+
+@pytest.mark.asyncio
+async def test_the_longest_integer_a_record_holds_is_answered() -> None:
+    body = b'{"name": ' + b"9" * 4000 + b"}"
+    async with in_process_client(asgi(_echo())) as client:
+        r = await client.post("/v1/ask", content=body, headers=JSON)
+    assert r.status_code == 200
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("declared", ["\u00b2", "\u0661", "9" * 5000, "-1", "1e3", ""])
+async def test_a_content_length_that_is_no_ascii_number_is_a_400(declared: str) -> None:
+    """A mounted app sees headers no HTTP server checked: a Unicode digit or a number
+    too long for int() once raised out of the app as a 500."""
+    app = asgi(_echo())
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/ask",
+        "raw_path": b"/v1/ask",
+        "query_string": b"",
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", declared.encode("latin-1", "replace")),
+        ],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("test", 80),
+        "client": ("test", 1),
+    }
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 400
+    body = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))  # type: ignore[misc]
+    assert body["error"]["code"] == "invalid_json"
+    assert "Content-Length header must be a whole number of bytes" in body["error"]["message"]
 
 
 @pytest.mark.asyncio
