@@ -353,9 +353,11 @@ def parse_state(body: bytes, max_keys: int) -> dict[str, Any]:
             f"send the state as a JSON object"
         )
         raise ClientError(400, "invalid_json", msg) from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         msg = f"the body cannot be read as JSON: {exc}; send the state as a JSON object"
         raise ClientError(400, "invalid_json", msg) from None
+    except RecursionError:  # only nesting far past MAX_DEPTH runs the decoder that deep
+        raise _too_deep() from None
     if not isinstance(state, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
             type(state), "a number"
@@ -367,12 +369,16 @@ def parse_state(body: bytes, max_keys: int) -> dict[str, Any]:
         raise ClientError(422, "not_an_object", msg)
     check_key_count(len(state), max_keys, "the state")
     if not _depth_ok(state):
-        msg = (
-            f"the state nests lists and objects more than {MAX_DEPTH} levels deep; flatten it "
-            f"to at most {MAX_DEPTH} levels"
-        )
-        raise ClientError(422, "too_deep", msg, limit=MAX_DEPTH)
+        raise _too_deep()
     return state
+
+
+def _too_deep() -> ClientError:
+    msg = (
+        f"the state nests lists and objects more than {MAX_DEPTH} levels deep; flatten it "
+        f"to at most {MAX_DEPTH} levels"
+    )
+    return ClientError(422, "too_deep", msg, limit=MAX_DEPTH)
 
 
 def check_key_count(count: int, limit: int, what: str) -> None:

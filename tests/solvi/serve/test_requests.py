@@ -164,12 +164,14 @@ def test_nesting_is_taken_to_the_limit_and_refused_past_it() -> None:
     )
 
 
-def test_a_body_too_deep_for_the_parser_is_400_not_a_crash() -> None:
-    """Nesting past the interpreter's recursion limit is refused as unreadable JSON."""
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"a": ' + b"[" * 100_000])
+def test_a_body_too_deep_for_the_parser_is_too_deep_not_a_crash(body: bytes) -> None:
+    """Nesting past the interpreter's recursion limit is the 422 too_deep the serving
+    page gives for any nesting past 64 levels; it was a 400 quoting the recursion limit."""
     with pytest.raises(ClientError) as caught:
-        parse_state(b"[" * 100_000 + b"]" * 100_000, max_keys=1)
-    assert (caught.value.status, caught.value.code) == (400, "invalid_json")
-    assert caught.value.message.startswith("the body cannot be read as JSON: ")
+        parse_state(body, max_keys=1)
+    assert (caught.value.status, caught.value.code) == (422, "too_deep")
+    assert caught.value.message.startswith("the state nests lists and objects more than 64")
 
 
 QUESTIONS = ("approve", "fast_track")
