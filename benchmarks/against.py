@@ -52,6 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import table
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BENCHMARKS = {
@@ -426,16 +429,6 @@ def measure(
 # -- the tables ----------------------------------------------------------------
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def fmt(row: Sequence[str]) -> str:
-        first, *rest = zip(row, widths, strict=True)
-        return "  ".join([first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)]).rstrip()
-
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)])
-
-
 def _spread(goal: Goal, values: Sequence[float]) -> str:
     if len(values) == 1:
         return goal.show(values[0])
@@ -484,7 +477,7 @@ def goal_table(goal: Goal, record: dict[str, Any]) -> str:
                 versus(goal, base, cur),
             ]
         )
-    lines = [f"{goal.title}", f"figure: {goal.figure}", _table(header, rows)]
+    lines = [f"{goal.title}", f"figure: {goal.figure}", table(header, rows)]
     if goal.note:
         lines.append(goal.note)
     return "\n".join(lines)

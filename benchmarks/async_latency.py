@@ -42,8 +42,8 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import nullcontext
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,9 @@ import anyio
 import attrs
 
 import solvi
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import gc_paused, table
 
 __all__ = [
     "LATENCY_METHODS",
@@ -396,19 +399,6 @@ async def final_values(dag: Dag, methods: Sequence[str]) -> dict[str, Any]:
 # -- timing --------------------------------------------------------------------
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Collect, then keep the collector off while timing (as timeit does)."""
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @attrs.frozen
 class Settings:
     """Sizes and repetitions of one run."""
@@ -486,7 +476,7 @@ async def measure_latency(dag: Dag, settings: Settings) -> Latency:
     for _ in range(settings.warmup):
         for call in calls:
             await call()
-    with _gc_paused():
+    with gc_paused():
         for r in range(settings.latency_requests):
             shift = r % len(names)
             for i in [*range(shift, len(names)), *range(shift)]:
@@ -548,7 +538,7 @@ async def measure_steps(dags: Sequence[Dag], settings: Settings) -> list[StepRes
             number *= 4
         numbers.append(max(1, math.ceil(target / max(per_call, 1.0))))
     samples: list[list[float]] = [[] for _ in cells]
-    with _gc_paused():
+    with gc_paused():
         for _ in range(settings.step_rounds):
             for c, (i, m) in enumerate(cells):
                 samples[c].append(await _per_call_ns(built[i][m][0], numbers[c]))
@@ -612,7 +602,7 @@ async def measure_throughput(dag: Dag, settings: Settings) -> Throughput:
 
     async def timed(run_all: Awaitable[None], *, collector: bool = True) -> tuple[float, float]:
         gc.collect()
-        with nullcontext() if collector else _gc_paused():
+        with nullcontext() if collector else gc_paused():
             wall, cpu = time.perf_counter(), time.process_time()
             await run_all
             return time.perf_counter() - wall, time.process_time() - cpu
@@ -626,18 +616,6 @@ async def measure_throughput(dag: Dag, settings: Settings) -> Throughput:
 
 
 # -- report --------------------------------------------------------------------
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join("-" * w for w in widths)
-
-    def fmt(row: Sequence[str]) -> str:
-        first, *rest = zip(row, widths, strict=True)
-        cells = [first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)]
-        return "  ".join(cells).rstrip()
-
-    return "\n".join([fmt(header), line, *(fmt(r) for r in rows)])
 
 
 def _verdict(ok: bool) -> str:
@@ -666,7 +644,7 @@ def format_latency(result: Latency) -> str:
     n = len(result.samples["aask"])
     lines = [
         f"I/O {dag.name}: {dag.steps} parts, {n} requests per method, one at a time",
-        _table(header, rows),
+        table(header, rows),
         f"goal: aask median <= {LATENCY_GOAL:g}x the floor: {_verdict(within)}"
         f" ({aask / floor:.3f}x)",
         f"goal: aask median no worse than gather per layer: {_verdict(aask <= gather)}"
@@ -708,10 +686,10 @@ def format_steps(results: Sequence[StepResult]) -> str:
     return "\n".join(
         [
             "Trivial async parts, µs per request:",
-            _table(header, rows),
+            table(header, rows),
             "",
             "Overhead per step (µs above sequential awaits of the same coroutines, / steps):",
-            _table(header2, rows2),
+            table(header2, rows2),
             *(f"  {r.dag.name}: {r.dag.note}" for r in results),
         ]
     )
@@ -727,7 +705,7 @@ def format_throughput(result: Throughput) -> str:
         (f"aask, {n} at once, collector paused", result.concurrent_no_gc),
         (f"gather per layer, {n} at once", result.gather_concurrent),
     ]
-    table = _table(
+    shown = table(
         header,
         [
             [how, f"{wall:.2f}", f"{n / wall:.0f}", f"{wall / n * 1e3:.2f}", f"{cpu / n * 1e3:.2f}"]
@@ -737,7 +715,7 @@ def format_throughput(result: Throughput) -> str:
     return "\n".join(
         [
             f"Throughput on the I/O {result.dag.name}, one event loop:",
-            table,
+            shown,
             f"goal: concurrent >= {THROUGHPUT_GOAL:g}x sequential (collector on): "
             f"{_verdict(result.speedup >= THROUGHPUT_GOAL)} ({result.speedup:.1f}x; "
             f"{result.sequential[0] / result.concurrent_no_gc[0]:.1f}x with it paused)",

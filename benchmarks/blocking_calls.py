@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import platform
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -48,6 +47,9 @@ import anyio.to_thread
 import attrs
 
 import solvi
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import gc_paused, table
 
 __all__ = [
     "Result",
@@ -174,19 +176,6 @@ def build(settings: Settings, *, delay: float) -> dict[str, tuple[Batch, Batch]]
     }
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Collect, then keep the collector off while timing (as timeit does)."""
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @attrs.frozen
 class Result:
     """Seconds per batch of `settings.requests` requests, per round, for each cell."""
@@ -234,7 +223,7 @@ async def measure(settings: Settings) -> Result:
         for _, _, batch in cells:
             agree &= await batch() == want
     times: dict[str, dict[str, list[float]]] = {"concurrent": {}, "sequential": {}}
-    with _gc_paused():
+    with gc_paused():
         for r in range(settings.rounds):
             shift = r % len(cells)
             for kind, method, batch in [*cells[shift:], *cells[:shift]]:
@@ -247,16 +236,6 @@ async def measure(settings: Settings) -> Result:
 
 
 # -- report --------------------------------------------------------------------
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def fmt(row: Sequence[str]) -> str:
-        first, *rest = zip(row, widths, strict=True)
-        return "  ".join([first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)]).rstrip()
-
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(r) for r in rows)])
 
 
 def _spread_ms(samples: Sequence[float]) -> str:
@@ -277,13 +256,13 @@ def format_result(result: Result) -> str:
         rows.append(
             [labels[m], f"{ms:.1f}", _spread_ms(result.concurrent[m]), f"{n / ms * 1e3:.0f}"]
         )
-    concurrent = _table(["how", "median ms", "range ms", "requests/s"], rows)
+    concurrent = table(["how", "median ms", "range ms", "requests/s"], rows)
     rows = []
     for m in ("aask", "hand"):
         us = result.per_call_us(m)
         added = us - result.per_call_us("hand")
         rows.append([labels[m], f"{us:.1f}", f"{added:+.1f}" if m == "aask" else ""])
-    sequential = _table(["how", "µs/request", "aask adds µs"], rows)
+    sequential = table(["how", "µs/request", "aask adds µs"], rows)
     ratio = result.throughput_ratio
     verdict = "met" if ratio >= THROUGHPUT_GOAL else "MISSED"
     return "\n".join(

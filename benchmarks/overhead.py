@@ -51,6 +51,9 @@ import attrs
 
 import solvi
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import table
+
 __all__ = [
     "METHODS",
     "Dag",
@@ -386,18 +389,6 @@ def run(
 # -- report --------------------------------------------------------------------
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join("-" * w for w in widths)
-
-    def fmt(row: Sequence[str]) -> str:
-        first, *rest = zip(row, widths, strict=True)
-        cells = [first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)]
-        return "  ".join(cells).rstrip()
-
-    return "\n".join([fmt(header), line, *(fmt(r) for r in rows)])
-
-
 def format_table(results: Sequence[Result]) -> str:
     """Per DAG and method: µs per request, µs per step; then overheads, ratio and the goal."""
     methods = [m for m in METHODS if all(m in r.ns for r in results)]
@@ -410,7 +401,7 @@ def format_table(results: Sequence[Result]) -> str:
         ]
         for r in results
     ]
-    first = _table(header, rows)
+    first = table(header, rows)
 
     header2 = ["DAG", "loop ovh/step", "solvi ovh/step"]
     if "hooked" in methods:
@@ -437,7 +428,7 @@ def format_table(results: Sequence[Result]) -> str:
             first,
             "",
             "Overhead per step (µs above the direct calls of the same functions):",
-            _table(header2, rows2),
+            table(header2, rows2),
             "",
             "DAGs:",
             *notes,
@@ -459,7 +450,7 @@ def format_linearity(results: Sequence[Result]) -> str:
         ]
         for r in results
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def to_json(results: Sequence[Result], linearity: Sequence[Result], settings: Settings) -> str:
