@@ -19,6 +19,7 @@ from solvi.errors import RecordError
 
 __all__ = [
     "HUGE_INT",
+    "HUGE_INT_DIGITS",
     "MAX_NESTING",
     "NEGATIVE_HUGE_INT",
     "NO_JSON_FORM",
@@ -37,9 +38,11 @@ NO_JSON_FORM: Final = "returned a value with no JSON form: "
 #: within HUGE_INT of zero
 PLAIN_TYPES: Final = frozenset({int, float, str, bool, type(None)})
 
-#: ints a record holds lie strictly between -HUGE_INT and HUGE_INT: Python writes no
-#: int of more digits than `sys.get_int_max_str_digits()` (4,300 by default) as text
-HUGE_INT: Final = 10**4000
+#: ints a record holds lie strictly between -HUGE_INT and HUGE_INT, so have at most
+#: HUGE_INT_DIGITS digits: Python writes no int of more digits than
+#: `sys.get_int_max_str_digits()` (4,300 by default) as text
+HUGE_INT_DIGITS: Final = 4000
+HUGE_INT: Final = 10**HUGE_INT_DIGITS
 #: its negative, made once: negating it on every check would copy it each time
 NEGATIVE_HUGE_INT: Final = -HUGE_INT
 
@@ -79,8 +82,8 @@ def _convert(value: Any, where: str, depth: int) -> Any:
         if not NEGATIVE_HUGE_INT < value < HUGE_INT:
             msg = (
                 f"{where} is an integer of {value.bit_length():,} bits; a record holds "
-                f"integers of up to 4,000 digits, so return a larger one as a string, e.g. "
-                f"hex(value)"
+                f"integers of up to {HUGE_INT_DIGITS:,} digits, so return a larger one as a "
+                f"string, e.g. hex(value)"
             )
             raise RecordError(msg, fact=where.split("[", 1)[0])
         return int(value)

@@ -192,12 +192,10 @@ class _Closures:
         sets = [self.sets[c] for c in below]
         if not own and len(sets) == 1:
             return sets[0]  # adds nothing: share it
-        if any(part is None for part in sets):
-            return None
-        size = len(own) + sum(len(part) for part in sets if part is not None)
-        if size > self.room:
-            return None
-        kept = frozenset(own.union(*(part for part in sets if part is not None)))
+        whole = [part for part in sets if part is not None]
+        if len(whole) < len(sets) or len(own) + sum(map(len, whole)) > self.room:
+            return None  # a set below keeps nothing, or no room is left
+        kept = frozenset(own.union(*whole))
         self.room -= len(kept)
         return kept
 

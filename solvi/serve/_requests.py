@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from solvi.errors import _closest
-from solvi.record import HUGE_INT
+from solvi.record import HUGE_INT_DIGITS
 
 if TYPE_CHECKING:
     from starlette.datastructures import QueryParams
@@ -245,15 +245,13 @@ def _finite(text: str) -> float:
 
 #: a Content-Length past this many digits is past any body a server takes
 _MAX_LENGTH_DIGITS = 18
-#: the most digits of an integer a record holds (it lies strictly within HUGE_INT)
-_RECORD_DIGITS = len(str(HUGE_INT)) - 1
 
 
 def _whole(text: str) -> int:
     """A JSON integer, refused in the client's terms when a record could not hold it
     (which also keeps it within what int() reads)."""
     digits = len(text.lstrip("-"))
-    most = min(_RECORD_DIGITS, sys.get_int_max_str_digits() or _RECORD_DIGITS)
+    most = min(HUGE_INT_DIGITS, sys.get_int_max_str_digits() or HUGE_INT_DIGITS)
     if digits > most:
         msg = (
             f"the body holds an integer of {digits} digits; a record holds integers of up to"
