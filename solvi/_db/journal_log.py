@@ -160,9 +160,42 @@ def _statements(head: bytes) -> tuple[Statement, ...] | None:
     return None if statements is None else tuple(statements)
 
 
+def _read_line(line: bytes) -> tuple[bytes, tuple[Statement, ...] | None]:
+    """A line's head (its JSON, or as much of it as there is) and its statements,
+    None unless its digest fits."""
+    head, tab, digest = line.rpartition(b"\t")
+    if not tab:  # cut before its digest: its head may still name its requests
+        return line, None
+    return head, (_statements(head) if digest == _digest(head) else None)
+
+
+def _sound_tail(line: bytes) -> tuple[int, tuple[Statement, ...]] | None:
+    """Where a whole record starts inside a damaged line, and its statements: a
+    record cut short, its newline lost, runs into the next one, which must not be
+    lost with it. Every record starts ``[["``; the digest says which start is real
+    (the first `_TAIL_TRIES` starts are tried, so a hostile line costs a bounded time)."""
+    tab = line.rfind(b"\t")
+    at = line.find(b'[["', 1, max(tab, 0))
+    for _ in range(_TAIL_TRIES):
+        if at < 0:
+            break
+        _, statements = _read_line(line[at:])
+        if statements is not None:
+            return at, statements
+        at = line.find(b'[["', at + 1, tab)
+    return None
+
+
+#: how many starts `_sound_tail` tries in one damaged line
+_TAIL_TRIES = 256
+
+
 def parse(data: bytes, offset: int = 0) -> tuple[list[LogRecord], bytes]:
     """The whole lines of `data` (read from `offset` of a log) as records, and what
-    follows the last newline (a record still being written, or cut short)."""
+    follows the last newline (a record still being written, or cut short).
+
+    A damaged line that ends in a whole record is two records: the damaged one
+    before, and that one."""
     records = []
     pos = 0
     size = len(data)
@@ -171,11 +204,14 @@ def parse(data: bytes, offset: int = 0) -> tuple[list[LogRecord], bytes]:
         if end < 0:
             break
         line = data[pos:end]
-        head, tab, digest = line.rpartition(b"\t")
-        if not tab:  # cut before its digest: its head may still name its requests
-            head, digest = line, b""
-        statements = _statements(head) if digest and digest == _digest(head) else None
-        records.append(LogRecord(offset + pos, offset + end + 1, _ids(head), statements))
+        head, statements = _read_line(line)
+        tail = None if statements is not None else _sound_tail(line)
+        if tail is not None:
+            at, found = tail
+            records.append(LogRecord(offset + pos, offset + pos + at, _ids(line[:at]), None))
+            records.append(LogRecord(offset + pos + at, offset + end + 1, _ids(line[at:]), found))
+        else:
+            records.append(LogRecord(offset + pos, offset + end + 1, _ids(head), statements))
         pos = end + 1
     return records, data[pos:]
 

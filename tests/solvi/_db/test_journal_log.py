@@ -153,6 +153,42 @@ def test_a_damaged_record_leaves_no_step_of_its_request_to_run_twice(
     assert crashy.CALL_LOG == ["documents"]  # idempotent: it may run again
 
 
+def test_a_record_cut_short_inside_the_log_loses_only_itself(
+    killed: tuple[Path, Path],
+) -> None:
+    """A record whose second half and newline are gone runs into the next record: that
+    one is still read and applied, and only the cut one counts as damaged."""
+    path, _ = killed
+    (log,) = _logs(path)
+    records = _records(log)
+    (k,) = [i for i, r in enumerate(records) if b'"v"' in r and b'"documents"' in r]
+    follows = records[k + 1]
+    assert b'"points"' in follows  # the start of the step the owner died in
+    records[k] = records[k][: len(records[k]) // 2]
+    log.write_bytes(b"".join(records))
+    system = crashy.build(path)
+    try:
+        (status,) = system.journal_status()
+        assert status.skipped_torn == 1
+        assert status.settled == SETTLED[:-1]
+        assert [r.request_id for r in system.recover()] == ["killed"]
+    finally:
+        system.close()
+    entries = _rows(path, "journal_entries")
+    assert len(entries) == 2 * len(SETTLED) + 1 - 1  # only the cut record's entry is gone
+    assert any("points" in map(str, row) for row in entries)
+
+
+def test_a_hostile_line_costs_a_bounded_time_to_read() -> None:
+    """A damaged line full of record starts is tried at a bounded number of them."""
+    line = b'[["' * 200_000 + b"\t" + b"0" * 32 + b"\n"
+    started = time.process_time()
+    records, rest = journal_log.parse(line)
+    assert time.process_time() - started < 5.0
+    assert rest == b""
+    assert [r.statements for r in records] == [None]
+
+
 def test_a_damaged_first_record_still_counts_its_request(killed: tuple[Path, Path]) -> None:
     """A dead owner's log whose first record (the open entry) is damaged: its request
     is counted as damaged, and resume refuses it clearly."""
