@@ -33,6 +33,7 @@ import mmap
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -431,10 +432,21 @@ def read_from(path: Path, offset: int) -> bytes:
     zeros that follow the records of a mapped file.
 
     Raises:
-        FileNotFoundError: the file is gone (applied and deleted meanwhile).
+        FileNotFoundError: the file is gone (applied and deleted meanwhile), or is no
+            longer a regular file (see `log_files`).
     """
     data = bytearray()
-    with open(path, "rb") as handle:
+    try:
+        # Never follow a link, nor wait on a pipe that took the file's place.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path)) from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
+    with open(fd, "rb") as handle:
         handle.seek(offset)
         scanned = 0  # no run of zeros in data[:scanned] ends the records
         while True:
@@ -459,14 +471,17 @@ def read_from(path: Path, offset: int) -> bytes:
 
 
 def log_files(directory: Path) -> dict[str, list[int]]:
-    """Every log in `directory`: its generations, oldest first, by log name."""
+    """Every log in `directory`: its generations, oldest first, by log name.
+
+    Only regular files count: a journal makes nothing else there, so a directory, a
+    pipe or a link of a log's name holds none of its commits, and is left alone."""
     out: dict[str, list[int]] = {}
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:
         return out
     for entry in entries:
-        if not entry.name.endswith(SUFFIX):
+        if not entry.name.endswith(SUFFIX) or not entry.is_file(follow_symlinks=False):
             continue
         name, _, generation = entry.name[: -len(SUFFIX)].rpartition(".")
         if name and generation.isdigit():

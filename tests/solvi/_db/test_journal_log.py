@@ -367,6 +367,34 @@ def test_a_forked_child_cannot_write_its_parents_log(tmp_path: Path) -> None:
     journal.close()
 
 
+@pytest.mark.parametrize("kind", ["directory", "pipe", "link"])
+def test_what_is_not_a_regular_file_of_a_logs_name_is_left_alone(tmp_path: Path, kind: str) -> None:
+    """A directory, a pipe or a link named like a log holds none of the journal's
+    commits: neither a reader nor the writer opens it (a pipe would block them) or
+    deletes it, and the journal goes on."""
+    path = tmp_path / "j.db"
+    SQLiteJournal(path).close()
+    odd = Path(f"{path}.owners") / "gone_1_abc.000001.jlog"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("root:x:0:0\n")
+    if kind == "directory":
+        odd.mkdir()
+    elif kind == "pipe":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to(target)
+    journal = SQLiteJournal(path)
+    try:
+        journal.commit((_open(journal, "r"),))
+        assert [rj.request_id for rj in journal.unfinished()] == ["r"]
+    finally:
+        journal.close()  # its writer applies the logs
+    assert [row[0] for row in _rows(path, "journal_requests")] == ["r"]
+    assert os.path.lexists(odd)
+    assert target.read_text() == "root:x:0:0\n"
+    assert _rows(path, "journal_damaged") == []
+
+
 def test_a_caller_chosen_id_is_opened_in_the_database_itself(tmp_path: Path) -> None:
     """An id `has_request` found new is opened by a transaction, not the log, so two
     owners opening it at once are told apart by the database's key."""
