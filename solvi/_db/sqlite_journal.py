@@ -169,8 +169,16 @@ class SQLiteJournal(Journal):
         self._refuse_old_logs()
         self._name = _safe(self.owner)
         self._owner_path = self._lock_dir / f"{self._name}.lock"
-        self._owner_file = open(self._owner_path, "w")
-        fcntl.flock(self._owner_file, fcntl.LOCK_EX)
+        try:
+            self._owner_file = open(self._owner_path, "w")
+        except OSError as exc:
+            raise self._owner_folder_refused(exc) from exc
+        try:
+            fcntl.flock(self._owner_file, fcntl.LOCK_EX)
+        except OSError as exc:
+            self._owner_file.close()
+            self._owner_path.unlink(missing_ok=True)
+            raise self._owner_folder_refused(exc) from exc
         self.logs_commits = synchronous == "NORMAL"
         self._log = LogWriter(self._lock_dir, self._name) if self.logs_commits else None
         #: appends and hand-overs to the writer, in one order
@@ -188,6 +196,14 @@ class SQLiteJournal(Journal):
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"
+
+    def _owner_folder_refused(self, exc: OSError) -> JournalError:
+        msg = (
+            f"cannot keep this process's lock in the journal's owner folder {self._lock_dir} "
+            f"({exc}); let this process's user write there (on a file system that has "
+            f"locks), or point journal= at a file in a folder it can write"
+        )
+        return JournalError(msg)
 
     def _damaged_file(self, exc: Exception) -> JournalError:
         if isinstance(exc, sqlite3.OperationalError) and busy(exc):

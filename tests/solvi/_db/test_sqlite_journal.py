@@ -3,6 +3,8 @@ knows, files that are not journals refused, and a journal closed cleanly."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,25 @@ def test_an_open_journal_holds_an_owner_lock_beside_the_file(tmp_path: Path) -> 
     full = SQLiteJournal(tmp_path / "full.db", synchronous="FULL")
     assert full.logs_commits is False
     full.close()
+
+
+def test_an_owner_lock_that_cannot_be_taken_is_a_journal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without locks (or an owner folder this user cannot write) is a
+    JournalError that names the folder and what to do, not an OSError; no lock
+    file is left behind."""
+
+    def no_locks(fd: object, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    owners = tmp_path / "j.db.owners"
+    expected = rf"owner folder .*j\.db\.owners \(\[Errno {errno.ENOLCK}\]"
+    with pytest.raises(JournalError, match=expected) as caught:
+        SQLiteJournal(tmp_path / "j.db")
+    assert "let this process's user write there" in str(caught.value)
+    assert list(owners.iterdir()) == []
 
 
 def test_has_request_knows_the_ids_of_journaled_requests(tmp_path: Path) -> None:
