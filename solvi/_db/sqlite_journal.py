@@ -42,7 +42,7 @@ from solvi._db.journal_base import (
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
-from solvi._db.sqlite_lock import busy, use_wal, write_transaction
+from solvi._db.sqlite_lock import busy, unwritable, use_wal, write_transaction
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -212,6 +212,10 @@ class SQLiteJournal(Journal):
                 f"or tool keeping a transaction open on the file, and try again once it has "
                 f"finished"
             )
+            return JournalError(msg)
+        advice = unwritable(exc) if isinstance(exc, sqlite3.Error) else None
+        if advice is not None:
+            msg = f"journal {str(self.path)!r} could not be written ({exc}); {advice}"
             return JournalError(msg)
         msg = (
             f"{str(self.path)!r} is not a usable solvi journal ({exc}); point journal= at "

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["busy", "use_wal", "write_transaction"]
+__all__ = ["busy", "unwritable", "use_wal", "write_transaction"]
 
 #: the longest pause between two tries for the database's lock (seconds)
 MAX_PAUSE = 0.001
@@ -60,6 +60,39 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     """SQLITE_BUSY or SQLITE_LOCKED, extended codes included (their low byte)."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+#: what to do about a write SQLite refused for a reason outside the file's contents,
+#: by the error's name (its extended codes share the prefix)
+_UNWRITABLE = (
+    (
+        "SQLITE_READONLY",
+        "this process may not write it: let its user write the file, its folder and "
+        "the -wal and -shm files beside it",
+    ),
+    ("SQLITE_FULL", "the disk is full: free space on it"),
+    (
+        "SQLITE_IOERR",
+        "the disk refused a write or a read (it may be full, or past a file size limit): "
+        "free space, or look at the file system",
+    ),
+    (
+        "SQLITE_CANTOPEN",
+        "the file or the -wal and -shm files beside it cannot be opened: check that its "
+        "folder exists and that this process's user may write there",
+    ),
+    ("SQLITE_PERM", "this process may not write it: let its user write the file"),
+)
+
+
+def unwritable(exc: sqlite3.Error) -> str | None:
+    """What to do when SQLite could not write a file for want of room or rights, not
+    because of what the file holds; None for any other error."""
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    for prefix, advice in _UNWRITABLE:
+        if name.startswith(prefix):
+            return advice
+    return None
 
 
 def _locked(path: str, timeout: float, by: str) -> sqlite3.OperationalError:

@@ -13,7 +13,7 @@ from typing import Any
 import anyio.to_thread
 
 from solvi._db.migrations import migrate_plan
-from solvi._db.sqlite_lock import busy, use_wal, write_transaction
+from solvi._db.sqlite_lock import busy, unwritable, use_wal, write_transaction
 from solvi._db.store_plans import SQLITE, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
@@ -167,7 +167,11 @@ class SQLiteStore(PlanStore):
                     )
                     raise StoreError(msg) from exc
                 if write:
-                    raise
+                    advice = unwritable(exc) or (
+                        "if the file is damaged, restore it from a backup or give a new file name"
+                    )
+                    msg = f"SQLite store {str(self.path)!r} could not be written: {exc}; {advice}"
+                    raise StoreError(msg) from exc
                 # A read that the file's contents refuse (a table or column gone, not a
                 # database at all): the store is damaged, which its caller reports.
                 msg = f"SQLite store {str(self.path)!r} cannot be read: {exc}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,46 @@ def test_a_file_that_is_not_a_journal_is_refused_naming_it(tmp_path: Path) -> No
     assert str(caught.value).endswith(
         "); point journal= at another file, or move this one aside if it is damaged"
     )
+
+
+FULL_DISK = """
+import os, resource, signal, sys
+from solvi._db.sqlite_journal import SQLiteJournal
+from solvi._db.journal_base import JournalError
+journal = SQLiteJournal(sys.argv[1], synchronous="FULL")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+size = os.path.getsize(sys.argv[1]) + 64 * 1024
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+for i in range(200):
+    open_ = journal.open_statement(
+        f"r{i}", catalog="c", catalog_version="v", state_json='{"pad":"' + "x" * 4096 + '"}',
+        plan=("a",), early_exit=True,
+    )
+    try:
+        journal.commit((open_,))
+    except JournalError as exc:
+        print("JournalError", exc)
+        break
+    except Exception as exc:
+        print("leaked", type(exc).__name__, exc)
+        break
+"""
+
+
+def test_a_full_disk_is_not_called_a_damaged_journal(tmp_path: Path) -> None:
+    """A commit the disk has no room for says so and what to do; it does not call the
+    file damaged nor advise moving it aside (which would orphan its commit logs)."""
+    path = tmp_path / "j.db"
+    SQLiteJournal(path).close()
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    kind, message = done.stdout.split(" ", 1)
+    assert kind == "JournalError", done.stdout
+    assert f"journal {str(path)!r} could not be written" in message
+    assert "free space" in message
+    assert "aside" not in message

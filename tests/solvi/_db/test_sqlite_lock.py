@@ -13,7 +13,7 @@ from threads import errors_in_threads
 
 from solvi._db import sqlite_journal, sqlite_lock
 from solvi._db.sqlite_journal import SQLiteJournal
-from solvi._db.sqlite_lock import busy, write_transaction
+from solvi._db.sqlite_lock import busy, unwritable, write_transaction
 from solvi.journal import JournalError
 
 
@@ -237,3 +237,24 @@ def test_many_connections_opening_one_new_store_all_open_it(tmp_path: Path) -> N
             SQLiteStore(path).close()
 
         assert errors_in_threads(open_it, 8) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("SQLITE_READONLY", "may not write it"),
+        ("SQLITE_READONLY_DBMOVED", "may not write it"),
+        ("SQLITE_FULL", "the disk is full"),
+        ("SQLITE_IOERR_WRITE", "free space"),
+        ("SQLITE_CANTOPEN", "cannot be opened"),
+        ("SQLITE_CORRUPT", None),
+        ("SQLITE_NOTADB", None),
+    ],
+)
+def test_unwritable_tells_room_and_rights_from_damage(name: str, says: str | None) -> None:
+    """A write refused for want of room or rights gets advice; damage gets none (its
+    caller says the file is damaged)."""
+    exc = sqlite3.OperationalError("refused")
+    exc.sqlite_errorname = name
+    advice = unwritable(exc)
+    assert (advice is None) if says is None else (advice is not None and says in advice)

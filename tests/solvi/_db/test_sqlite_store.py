@@ -3,7 +3,10 @@ what is not a store (leaving the file as it was), and a closed store said closed
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,54 @@ def test_a_store_locked_past_its_timeout_is_a_store_error(tmp_path: Path) -> Non
     store.save_costs("c", {"p": (1, 1.0)})
     assert store.load_costs("c") == {"p": (1, 1.0)}
     store.close()
+
+
+FULL_DISK = """
+import json, os, resource, signal, sys
+from solvi._db.sqlite_store import SQLiteStore
+from solvi.errors import StoreError
+store = SQLiteStore(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+size = os.path.getsize(sys.argv[1]) + 64 * 1024
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+record = json.loads(sys.argv[2])
+record["pad"] = "x" * 4096
+for i in range(200):
+    try:
+        store.save_response(record, request_id=f"r{i}")
+    except StoreError as exc:
+        print("StoreError", i, exc)
+        break
+    except Exception as exc:
+        print("leaked", type(exc).__name__, exc)
+        break
+"""
+
+
+def test_a_full_disk_is_a_store_error_that_says_so(tmp_path: Path) -> None:
+    """A save the disk has no room for (here a file size limit, which behaves alike) is a
+    StoreError naming the file and the likely cause, not a raw sqlite3 error; what was
+    saved before stays whole."""
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(path), json.dumps(RECORD)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    kind, saved, message = done.stdout.split(" ", 2)
+    assert kind == "StoreError", done.stdout
+    assert f"SQLite store {str(path)!r} could not be written" in message
+    assert "free space" in message
+    store = SQLiteStore(path)
+    try:
+        assert len(list(store.iter_records())) == int(saved)
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
