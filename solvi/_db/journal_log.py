@@ -65,6 +65,7 @@ __all__ = [
     "encode",
     "log_files",
     "parse",
+    "register",
 ]
 
 LOGS_SCHEMA = """
@@ -517,6 +518,16 @@ def positions(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
     }
 
 
+def register(conn: sqlite3.Connection, names: Sequence[str]) -> None:
+    """Make the logs `names` this journal's (in the open transaction): an owner does so
+    for its own as it opens the journal. `apply_logs` applies only registered logs, so
+    a log copied in from another journal's folder is never taken for one of its own."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO journal_logs (name, generation, applied) VALUES (?, 1, 0)",
+        [(name,) for name in names],
+    )
+
+
 def set_position(conn: sqlite3.Connection, name: str, at: tuple[int, int]) -> None:
     """Record how far the log `name` has been applied (in the open transaction)."""
     conn.execute(
@@ -533,13 +544,16 @@ def apply_logs(conn: sqlite3.Connection, directory: Path, alive: Callable[[str],
     A live owner's log stops at a record still being written. A dead owner's last
     record, cut short or damaged, was being written as it died (`CUT`); any other
     damaged record is `DAMAGED`. Both are skipped and counted against the requests
-    they name, in ``journal_damaged``.
+    they name, in ``journal_damaged``. A log no owner registered (`register`) is
+    another journal's: it is left as it is.
     """
     applied = Applied()
     done = positions(conn)
     for name, generations in log_files(directory).items():
+        if name not in done:
+            continue
         live = alive(name)
-        at = done.get(name, (generations[0], 0))
+        at = done[name]
         for index, generation in enumerate(generations):
             path = directory / f"{name}.{generation:06d}{SUFFIX}"
             if generation < at[0]:

@@ -61,7 +61,10 @@ def _closed_as(d: Dialect) -> Plan[None]:
 #: now), no table changed; 3: requests record how they closed (``closed_as``, added
 #: to a table that lacks it: step 1 creates it already); 4: commits of a
 #: NORMAL journal are appends to logs of JSON records (``*.jlog``), applied in the
-#: background (``journal_logs``, ``journal_damaged``).
+#: background (``journal_logs``, ``journal_damaged``); 5: an owner registers its log
+#: in ``journal_logs`` as it opens the journal, and a log nobody registered belongs
+#: to another journal and is never applied (no table changed: opening a journal of
+#: version 4 registers the logs it finds, which its own owners wrote).
 JOURNAL = migrations.Component(
     name="journal",
     steps=(
@@ -69,12 +72,15 @@ JOURNAL = migrations.Component(
         lambda d: migrations.statements(),
         _closed_as,
         lambda d: migrations.statements(*migrations.script(LOGS_SCHEMA)),
+        lambda d: migrations.statements(),
     ),
     legacy_table="journal_version",
     error=JournalError,
     too_new=newer_schema,
 )
 SQLITE_VERSION = JOURNAL.version
+#: the version from which every owner registers its log
+_REGISTERED_SINCE = 5
 #: most caller ids remembered between `has_request` and the request's open
 _CHECKED_MAX = 10_000
 #: seconds a connection waits for another process's lock before "database is locked"
@@ -234,11 +240,21 @@ class SQLiteJournal(Journal):
             raise JournalError(msg)
 
     def _migrate(self) -> None:
+        """Bring the tables up to date and register this owner's log, in one transaction
+        (see `journal_log.register`)."""
         conn = self._conn()
-        plan = migrations.migrate_plan(JOURNAL, SQLITE, repr(str(self.path)))
+        where = repr(str(self.path))
         try:
             with self._transaction(conn):
-                drive(sqlite_execute(conn), plan)
+                execute = sqlite_execute(conn)
+                tables = {str(row[0]) for row in execute(SQLITE.tables_sql, ())}
+                before = drive(execute, migrations.stored_version_plan(JOURNAL, tables, where))
+                drive(execute, migrations.migrate_plan(JOURNAL, SQLITE, where))
+                names = [self._name] if self.logs_commits else []
+                if before is not None and before < _REGISTERED_SINCE:
+                    # Logs its owners wrote before owners registered them: they are its own.
+                    names.extend(journal_log.log_files(self._lock_dir))
+                journal_log.register(conn, names)
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
 

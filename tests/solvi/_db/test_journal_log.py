@@ -209,6 +209,54 @@ def test_a_damaged_first_record_still_counts_its_request(killed: tuple[Path, Pat
         system.close()
 
 
+def test_a_log_from_another_journals_folder_is_never_applied(
+    killed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A dead owner's log copied into another journal's owner folder (a restore that
+    mixed the folders up) is left as it is: that journal neither lists nor recovers
+    its request, so nothing of it runs twice; its own journal still does."""
+    path, _ = killed
+    (log,) = _logs(path)
+    other = tmp_path / "other.db"
+    SQLiteJournal(other).close()
+    stray = Path(f"{other}.owners") / log.name
+    stray.write_bytes(log.read_bytes())
+    elsewhere = crashy.build(other)
+    try:
+        assert elsewhere.journal_status() == []
+        assert elsewhere.recover() == []
+    finally:
+        elsewhere.close()
+    assert stray.read_bytes() == log.read_bytes()
+    assert _rows(other, "journal_requests") == []
+    home = crashy.build(path)
+    try:
+        assert [r.request_id for r in home.journal_status()] == ["killed"]
+    finally:
+        home.close()
+
+
+def test_opening_a_journal_of_version_4_keeps_its_unregistered_logs(
+    killed: tuple[Path, Path],
+) -> None:
+    """Before version 5 no owner registered its log: a journal of version 4 opened by
+    this solvi takes the logs it finds for its own, so a request a dead owner left
+    only in its log is still listed and recovered."""
+    path, _ = killed
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DELETE FROM journal_logs")
+        conn.execute("UPDATE solvi_migrations SET version = 4 WHERE component = 'journal'")
+    conn.close()
+    system = crashy.build(path)
+    try:
+        assert [r.request_id for r in system.journal_status()] == ["killed"]
+        assert [r.request_id for r in system.recover()] == ["killed"]
+    finally:
+        system.close()
+    assert ("journal", 5) in _rows(path, "solvi_migrations")
+
+
 def _open(journal: SQLiteJournal, request_id: str) -> Any:
     return journal.open_statement(
         request_id,

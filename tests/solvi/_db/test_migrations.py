@@ -115,7 +115,7 @@ def test_a_new_journal_keeps_its_version_in_the_one_table(db: Backend) -> None:
     """A new journal writes one row, ("journal", its version), and no journal_version."""
     _journal(db).close()
     assert _versions(db) == {"journal": JOURNAL_VERSION[db.kind]}
-    assert (SQLITE_VERSION, PG_VERSION) == (4, 2)
+    assert (SQLITE_VERSION, PG_VERSION) == (5, 2)
     assert "journal_version" not in _tables(db)
 
 
