@@ -16,6 +16,7 @@ as a `RuntimeWarning` and never fails the request.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import warnings
 from collections.abc import Callable, Iterable
@@ -102,6 +103,23 @@ def _guarded(method: Callable[[Any], None], hook: object, name: str) -> Callable
     return call
 
 
+def _refuse_misspelt(hook: object) -> None:
+    """Refuse a hook with a method whose name is one letter or two off an event's: no
+    event would ever call it, and its events would be lost without a word."""
+    for name in dir(type(hook)):
+        if name.startswith("_") or name in _METHODS:
+            continue
+        if not callable(getattr(hook, name, None)):
+            continue
+        close = difflib.get_close_matches(name, _METHODS, n=1, cutoff=0.85)
+        if close:
+            msg = (
+                f"hook {hook!r} has a method {name}, which no event calls; did you mean "
+                f"{close[0]}? (the events are {', '.join(_METHODS)})"
+            )
+            raise TypeError(msg)
+
+
 @attrs.frozen
 class HookTable:
     """The hooks' methods per event, looked up once (the dispatch table)."""
@@ -117,12 +135,14 @@ class HookTable:
         own hooks), or None when there are none (nothing to pay).
 
         Raises:
-            TypeError: a hook has none of the four methods, or an async one.
+            TypeError: a hook has none of the four methods, an async one, or one whose
+                name is a near miss of an event's (``step_finised``).
         """
         table: dict[str, list[Callable[[Any], None]]] = {
             name: [] if base is None else list(getattr(base, name)) for name in _METHODS
         }
         for hook in hooks:
+            _refuse_misspelt(hook)
             found = [name for name in _METHODS if callable(getattr(hook, name, None))]
             if not found:
                 msg = (

@@ -182,6 +182,26 @@ def test_an_object_with_no_hook_method_is_refused() -> None:
         System(_catalog(), QUESTIONS, hooks=[object()])
 
 
+def test_a_hook_with_a_misspelt_method_is_refused() -> None:
+    """A method one letter off an event's name would never be called: its events would
+    be lost without a word, even beside a method spelt right."""
+
+    class Counter:
+        def request_finished(self, event: RequestEvent) -> None:
+            return None
+
+        def step_finised(self, event: StepEvent) -> None:
+            return None
+
+        def total(self) -> int:  # a name no event is close to: fine
+            return 0
+
+    with pytest.raises(
+        TypeError, match="has a method step_finised, which no event calls; did you mean step_finished"
+    ):
+        System(_catalog(), QUESTIONS, hooks=[Counter()])
+
+
 def test_a_hook_with_an_async_method_is_refused() -> None:
     """Hooks are called, never awaited: an async method would never run."""
 
