@@ -196,9 +196,8 @@ def test_a_hook_with_a_misspelt_method_is_refused() -> None:
         def total(self) -> int:  # a name no event is close to: fine
             return 0
 
-    with pytest.raises(
-        TypeError, match="has a method step_finised, which no event calls; did you mean step_finished"
-    ):
+    expected = "has a method step_finised, which no event calls; did you mean step_finished"
+    with pytest.raises(TypeError, match=expected):
         System(_catalog(), QUESTIONS, hooks=[Counter()])
 
 
