@@ -737,17 +737,23 @@ class System:
     def close(self) -> None:
         """Stop the worker threads this System started and close its journal.
 
-        Without a journal the System can still be asked afterwards.
+        Without a journal the System can still be asked afterwards. The journal and
+        the store are both closed even when closing the other, or saving what was
+        learned, fails (a database gone, say); the error is raised afterwards.
         """
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
-        if self.journal is not None:
-            self.journal.close()
-        if self.store is not None:
-            self.save_learning()
-            self.store.close()
+        try:
+            if self.journal is not None:
+                self.journal.close()
+        finally:
+            if self.store is not None:
+                try:
+                    self.save_learning()
+                finally:
+                    self.store.close()
 
     def __enter__(self) -> System:
         return self

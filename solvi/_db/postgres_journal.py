@@ -7,6 +7,7 @@ connection closes and the lock goes with it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -30,7 +31,7 @@ from solvi._db.journal_base import (
     drive_unit,
     newer_schema,
 )
-from solvi._db.postgres_store import describe_dsn, pg_execute
+from solvi._db.postgres_store import describe_dsn, pg_execute, reaching
 from solvi._db.store_plans import POSTGRES, drive
 
 __all__ = ["JOURNAL", "PG_VERSION", "PostgresJournal"]
@@ -132,8 +133,10 @@ class PostgresJournal(Journal):
         self.active: set[str] = set()
         self.damaged: set[str] = set()
         self._connect = functools.partial(psycopg.connect, dsn, autocommit=True)
-        self._holder = self._connect()
-        self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
+        self._where = describe_dsn(dsn)
+        with self._reaching():
+            self._holder = self._connect()
+            self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
         #: the writer thread's own connection
         self._writer_conn: Any = None
         self._pool = ConnectionPool(
@@ -142,7 +145,7 @@ class PostgresJournal(Journal):
         # The migration takes the store's lock too: one schema writer at a time.
         plan = migrations.migrate_plan(JOURNAL, POSTGRES, describe_dsn(dsn))
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._reaching(), self._pool.connection() as conn, conn.transaction():
                 drive(pg_execute(conn), plan)
         except BaseException:
             self._release()
@@ -151,11 +154,19 @@ class PostgresJournal(Journal):
     def __repr__(self) -> str:
         return "PostgresJournal(...)"
 
+    def _reaching(self) -> contextlib.AbstractContextManager[None]:
+        """The server went away or refused the session: a JournalError saying so."""
+        return reaching("PostgreSQL journal", self._where, JournalError)
+
     @staticmethod
     def _sql(sql: str) -> str:
         return sql.replace("?", "%s")
 
     def _write(self, units: list[Unit]) -> None:
+        with self._reaching():
+            self._write_units(units)
+
+    def _write_units(self, units: list[Unit]) -> None:
         conn = self._writer_conn
         if conn is None or conn.closed:
             conn = self._writer_conn = self._connect()
@@ -191,7 +202,7 @@ class PostgresJournal(Journal):
         if self._pool.closed:
             msg = f"{self!r} is closed; open a new journal to read it"
             raise JournalError(msg)
-        with self._pool.connection() as conn:
+        with self._reaching(), self._pool.connection() as conn:
             return list(conn.execute(self._sql(sql), params).fetchall())
 
     def owner_alive(self, owner: str) -> bool:
@@ -199,7 +210,7 @@ class PostgresJournal(Journal):
         if owner == self.owner:
             return not self._holder.closed
         key = _owner_key(owner)
-        with self._pool.connection() as conn:
+        with self._reaching(), self._pool.connection() as conn:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             got = bool(row and row[0])
             if got:
@@ -208,7 +219,7 @@ class PostgresJournal(Journal):
 
     def claim(self, request_id: str) -> bool:
         """Take over an unclosed request whose owner is dead; only one claimant wins."""
-        with self._pool.connection() as conn, conn.transaction():
+        with self._reaching(), self._pool.connection() as conn, conn.transaction():
             row = conn.execute(
                 "SELECT owner, closed_at FROM journal_requests WHERE request_id = %s FOR UPDATE",
                 (request_id,),

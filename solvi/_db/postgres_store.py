@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-__all__ = ["PostgresStore", "describe_dsn", "pg_execute"]
+__all__ = ["PostgresStore", "describe_dsn", "pg_execute", "reaching"]
 
 
 def describe_dsn(dsn: str) -> str:
@@ -31,6 +32,25 @@ def describe_dsn(dsn: str) -> str:
     host = parts.get("host") or "localhost"
     port = parts.get("port") or "5432"
     return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or '?'}"
+
+
+@contextmanager
+def reaching(what: str, where: str, error: Callable[[str], Exception]) -> Iterator[None]:
+    """Turn psycopg's "the server went away or refused the session" errors (a server
+    stopped or restarted, a network cut, a pool that found no connection in time, a
+    full disk on the server) into `error`, naming `what` ("PostgreSQL store", ...) at
+    `where` and what to do. Errors about the statements themselves pass through."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        reason = " ".join(str(exc).split())
+        msg = (
+            f"{what} {where} could not be reached or written: {reason}; check that the "
+            f"server is up, reachable and has room, then try again"
+        )
+        raise error(msg) from exc
 
 
 class PostgresStore(PlanStore):
@@ -135,7 +155,11 @@ class PostgresStore(PlanStore):
         import psycopg
 
         try:
-            with self._sync_pool().connection() as conn, conn.transaction():
+            with (
+                reaching("PostgreSQL store", self._where, StoreError),
+                self._sync_pool().connection() as conn,
+                conn.transaction(),
+            ):
                 return drive(pg_execute(conn), plan)
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
             if write:
@@ -182,6 +206,10 @@ class PostgresStore(PlanStore):
                 return self._run(plan, write=write)
 
             return await anyio.to_thread.run_sync(run)
+        with reaching("PostgreSQL store", self._where, StoreError):
+            return await self._arun_on(pool, plan)
+
+    async def _arun_on(self, pool: psycopg_pool.AsyncConnectionPool[Any], plan: Plan[T]) -> T:
         async with pool.connection() as conn, conn.transaction():
             try:
                 statement = next(plan)

@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import anyio
+import pytest
 from flows.claims_small import Calls, claims_catalog
 
 from solvi import Question, System
 from solvi.audit import verify
+from solvi.errors import StoreError
 from solvi.storage import open_store
 
 STATE = {"policy_id": "P1", "claim": {"amount": 120}}
@@ -64,3 +66,22 @@ def test_replay_of_a_stored_request_finds_no_difference(tmp_path: Path) -> None:
     assert result.same
     assert result.differences == ()
     system.close()
+
+
+def test_close_closes_the_store_even_when_saving_what_was_learned_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database gone at close time: the error is raised, and the store is closed
+    all the same (its connections are not left behind)."""
+    system = _system(tmp_path / "decisions.db")
+    system.ask(STATE)
+
+    def gone() -> None:
+        raise StoreError("the database went away")
+
+    monkeypatch.setattr(system, "save_learning", gone)
+    with pytest.raises(StoreError, match="went away"):
+        system.close()
+    assert system.store is not None
+    with pytest.raises(StoreError, match="is closed"):
+        system.store.get_record("anything")

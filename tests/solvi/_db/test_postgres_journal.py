@@ -1,14 +1,25 @@
-"""The PostgreSQL journal's own code that runs without a server: one commit's statements
-folded into one statement, and owners' advisory-lock keys. Journals on a real server are
-in test_journal_writes.py."""
+"""The PostgreSQL journal's own code: one commit's statements folded into one statement,
+owners' advisory-lock keys, and a server that goes away under it. Most journals on a
+real server are in test_journal_writes.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
+from pathlib import Path
 from typing import Any
 
-from solvi._db.journal_base import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST
-from solvi._db.postgres_journal import _PG_INSERT_ENTRIES, _one_statement, _owner_key
+import pytest
+from stores import POSTGRES_DSN, backend
+
+from solvi._db.journal_base import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST, JournalError
+from solvi._db.postgres_journal import (
+    _PG_INSERT_ENTRIES,
+    PostgresJournal,
+    _one_statement,
+    _owner_key,
+)
 
 OPEN = (OPEN_REQUEST, ("r1", "me", "c", "v", "h", "{}", "[]", 1, 1.0))
 ENTRY = (INSERT_ENTRY, ("r1", "started", 0, "p", None, None, None, None, 1.5, "00000000"))
@@ -56,3 +67,53 @@ def test_an_owners_lock_key_is_a_stable_signed_64_bit_number() -> None:
     assert key == _owner_key("host-1:4242")
     assert key != _owner_key("host-1:4243")
     assert -(2**63) <= key < 2**63
+
+
+@pytest.mark.skipif(POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL")
+def test_a_server_that_went_away_is_a_journal_error(tmp_path: Path) -> None:
+    """Sessions ended under the journal (a server restart, a cut network) make its
+    commits and reads raise a JournalError naming the database and what to do, not a
+    raw psycopg error."""
+    import psycopg
+
+    with backend("postgresql", tmp_path) as db:
+        name = f"cut_{uuid.uuid4().hex[:8]}"
+        journal = PostgresJournal(f"{db.spec}&application_name={name}")
+        try:
+            journal.commit(
+                (
+                    journal.open_statement(
+                        "r1",
+                        catalog="c",
+                        catalog_version="v",
+                        state_json="{}",
+                        plan=("a",),
+                        early_exit=True,
+                    ),
+                )
+            )
+            assert [rj.request_id for rj in journal.unfinished()] == ["r1"]
+            with psycopg.connect(db.spec, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (name,),
+                )
+            with pytest.raises(JournalError, match="could not be reached or written"):
+                list(journal.unfinished())
+            with pytest.raises(JournalError, match="could not be reached or written"):
+                journal.commit(
+                    (
+                        journal.open_statement(
+                            "r2",
+                            catalog="c",
+                            catalog_version="v",
+                            state_json="{}",
+                            plan=("a",),
+                            early_exit=True,
+                        ),
+                    )
+                )
+        finally:
+            with contextlib.suppress(Exception):
+                journal.close()

@@ -1,11 +1,29 @@
-"""The PostgreSQL store's own code that runs without a server: how a DSN is named in
-messages (never its password). Stores on a real server are in test_storage.py."""
+"""The PostgreSQL store's own code: how a DSN is named in messages (never its
+password), and a server that goes away under it. Most stores on a real server are in
+test_storage.py."""
 
 from __future__ import annotations
 
-import pytest
+import uuid
+from pathlib import Path
 
-from solvi._db.postgres_store import describe_dsn
+import anyio
+import pytest
+from stores import POSTGRES_DSN, backend
+
+from solvi._db.postgres_store import PostgresStore, describe_dsn
+from solvi.errors import StoreError
+
+needs_postgres = pytest.mark.skipif(
+    POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL"
+)
+RECORD = {
+    "catalog": "c",
+    "catalog_version": "v",
+    "hash": "h",
+    "answers": {"q": {"status": "decided", "value": 1}},
+    "safeguards": [],
+}
 
 
 @pytest.mark.parametrize(
@@ -23,3 +41,38 @@ def test_a_dsn_is_named_by_host_port_and_database(dsn: str, described: str) -> N
     """host:port/database, defaults filled in, the password left out."""
     assert describe_dsn(dsn) == described
     assert "secret" not in describe_dsn(dsn)
+
+
+def _cut_off(dsn: str, name: str) -> None:
+    """End every session of `name` on the server, as a restart of the server would."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (name,),
+        )
+
+
+@needs_postgres
+def test_a_server_that_went_away_is_a_store_error_and_the_store_recovers(
+    tmp_path: Path,
+) -> None:
+    """Sessions ended under the store (a server restart, a cut network) give a
+    StoreError naming the database and what to do, sync and async, not a raw psycopg
+    error; once the server is back the next call works."""
+    with backend("postgresql", tmp_path) as db:
+        name = f"cut_{uuid.uuid4().hex[:8]}"
+        store = PostgresStore(f"{db.spec}&application_name={name}")
+        try:
+            store.save_response(RECORD, request_id="r1")
+            anyio.run(store.aget_record, "r1")
+            _cut_off(db.spec, name)
+            with pytest.raises(StoreError, match=r"could not be reached or written: .*try again"):
+                store.save_response(RECORD, request_id="r2")
+            with pytest.raises(StoreError, match="could not be reached or written"):
+                anyio.run(store.aget_record, "r1")
+            store.save_response(RECORD, request_id="r3")
+            assert sorted(rid for rid, _ in store.iter_records()) == ["r1", "r3"]
+        finally:
+            store.close()
