@@ -16,6 +16,8 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -31,11 +33,14 @@ __all__ = [
     "TargetError",
     "described",
     "load_attribute",
-    "load_target",
+    "load_system",
 ]
 
 #: What a target is, for help texts and error messages.
-TARGET_HELP = "module:attribute or path/to/file.py:attribute naming a Catalog or a System"
+TARGET_HELP = (
+    "module:attribute or path/to/file.py:attribute naming a System, a Catalog, or a "
+    "function without arguments that returns one"
+)
 
 
 class TargetError(SolviError):
@@ -155,6 +160,44 @@ def _exited(target: str, module_text: str, exc: SystemExit) -> TargetError:
     return TargetError(msg, target=target)
 
 
+def _is_own_file(file: str, module_text: str, *, is_file: bool) -> bool:
+    """Whether a traceback's file is the target's module (found without importing again)."""
+    path = Path(file)
+    if is_file:
+        with contextlib.suppress(OSError):
+            return path.resolve() == Path(module_text).expanduser().resolve()
+        return False
+    tail = Path(*module_text.split("."))
+    return path.with_suffix("").parts[-len(tail.parts) :] == tail.parts or (
+        path.name == "__init__.py" and path.parent.parts[-len(tail.parts) :] == tail.parts
+    )
+
+
+def _shown(file: str) -> str:
+    """A frame's file for a message: relative to the current directory when under it."""
+    path = Path(file)
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return file
+
+
+def _raised_at(exc: BaseException, module_text: str, *, is_file: bool) -> str:
+    """Where an import failed, for a message: `` at file, line N (in function)``.
+
+    The innermost frame in the target's own file says which of its lines went
+    wrong, even when the error comes from a library it called; without one (the
+    error is in a module it imports), the innermost frame of all.
+    """
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f" at {_shown(exc.filename)}, line {exc.lineno}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    if not frames:
+        return ""
+    mine = [f for f in frames if _is_own_file(f.filename, module_text, is_file=is_file)]
+    frame = (mine or frames)[-1]
+    return f" at {_shown(frame.filename)}, line {frame.lineno} (in {frame.name})"
+
+
 def _load_module(target: str, module_text: str) -> ModuleType:
     # A file that exists is loaded as one, so `notes.txt:x` is refused as a file that
     # is not Python, not looked up as the module `txt` of a package `notes`.
@@ -180,9 +223,11 @@ def _load_module(target: str, module_text: str) -> ModuleType:
         msg = f"module {module_text!r} declares a part wrongly: {exc}"
         raise TargetError(msg, target=target) from exc
     except Exception as exc:
+        where = _raised_at(exc, module_text, is_file=is_file)
+        run = f"python {module_text}" if is_file else f"python -c 'import {module_text}'"
         msg = (
-            f"importing module {module_text!r} failed: {type(exc).__name__}: {exc}; "
-            f"fix the module so that `python -c 'import ...'` works"
+            f"importing module {module_text!r} failed{where}: {type(exc).__name__}: {exc}; "
+            f"fix the module so that `{run}` works"
         )
         raise TargetError(msg, target=target) from exc
 
@@ -221,18 +266,87 @@ def load_attribute(target: str) -> Any:
     return value
 
 
-def load_target(target: str) -> Catalog | System:
-    """The Catalog or System a target names.
+_SERVABLE = "name a System, a Catalog, or a function without arguments that returns one"
 
-    Raises:
-        TargetError: the target cannot be loaded (see `load_attribute`) or names
-            something else.
+
+def _not_a_factory(target: str, value: Any) -> str | None:
+    """Why a callable target is not called as a factory (None when it may be).
+
+    A factory takes no parameters; a class is never instantiated, and a function
+    annotated to return something else is not called: ``main(argv=None) -> int``
+    would run a program, not build a System.
     """
-    value = load_attribute(target)
-    if not isinstance(value, Catalog | System):
+    if isinstance(value, type):
+        return f"{target!r} is the class {value.__name__}, not a System instance; {_SERVABLE}"
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return f"{target!r} is {described(value)} whose signature cannot be read; {_SERVABLE}"
+    if signature.parameters:
+        names = ", ".join(signature.parameters)
+        return f"{target!r} is {described(value)} that takes arguments ({names}); {_SERVABLE}"
+    try:
+        returns = typing.get_type_hints(value).get("return", System)
+    except Exception:  # an annotation that cannot be resolved says nothing either way
+        returns = System
+    if returns is type(None) or (
+        isinstance(returns, type) and not issubclass(returns, System | Catalog)
+    ):
+        shown = "None" if returns is type(None) else returns.__name__
+        what = f"{described(value)} annotated to return {shown}"
+        return f"{target!r} is {what}, not a System; {_SERVABLE}"
+    return None
+
+
+def _call_factory(target: str, factory: Any) -> Any:
+    """Call a factory, turning what it raises into one TargetError (KeyboardInterrupt aside)."""
+    try:
+        return factory()
+    except (Exception, SystemExit) as exc:
         msg = (
-            f"{target!r} is {described(value)}, not a solvi Catalog or System; "
-            f"name the Catalog or the System the module defines"
+            f"calling {target} raised {type(exc).__name__}: {exc}; fix it so that it returns "
+            f"a System or a Catalog"
         )
+        raise TargetError(msg, target=target) from exc
+
+
+def _served(target: str, value: Any, how: str) -> System:
+    """The System a target's value (or what its factory returned) serves."""
+    if isinstance(value, Catalog):
+        try:
+            return System(value)
+        except PlanError as exc:
+            msg = f"cannot build a System from catalog {target!r}: {exc}"
+            raise TargetError(msg, target=target) from exc
+    if not isinstance(value, System):
+        msg = f"{target!r} {how} {described(value)}, not a solvi System; {_SERVABLE}"
         raise TargetError(msg, target=target)
     return value
+
+
+def load_system(target: str) -> System:
+    """Load the System named by ``module:attribute`` or ``path/to/file.py:attribute``.
+
+    The attribute may be a System, a Catalog (served as ``System(catalog)``) or a
+    function taking no arguments that returns either. A class, a function that
+    takes arguments or one annotated to return something else is refused, not
+    called: serving must not run a script's ``main``.
+
+    Raises:
+        SolviError: the target is malformed, missing, fails on import, names
+            something else, or its factory raises.
+    """
+    try:
+        value: Any = load_attribute(target)
+    except MissingAttributeError as exc:
+        msg = (
+            f"no attribute {exc.attribute!r} in {exc.module!r}; name a System or a "
+            f"factory{exc.hint}"
+        )
+        raise TargetError(msg, target=target) from None
+    if isinstance(value, System | Catalog) or not callable(value):
+        return _served(target, value, "is")
+    refusal = _not_a_factory(target, value)
+    if refusal is not None:
+        raise TargetError(refusal, target=target)
+    return _served(target, _call_factory(target, value), "returned")

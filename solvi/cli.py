@@ -5,22 +5,26 @@ question needs and the parts no question reaches. ``solvi plan TARGET --keys
 a,b`` prints the flow for requests with those keys. ``solvi show FILE`` prints a
 record written by ``Response.to_json()``; ``solvi serve TARGET`` serves a System
 over HTTP (see `solvi.serve`). A TARGET is ``module:attribute`` or
-``path/to/file.py:attribute``, naming a `Catalog` or a `System`.
+``path/to/file.py:attribute``, naming a `Catalog`, a `System` or a function
+without arguments that returns one; every command loads it with
+`solvi._targets.load_system`, so they all accept the same targets.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import warnings as warnings_module
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from solvi._targets import TARGET_HELP, TargetError, load_target
-from solvi.catalog import Catalog, Part
-from solvi.errors import PlanError, RequestError, _closest
+from solvi._targets import TARGET_HELP, TargetError, load_system
+from solvi.catalog import Part
+from solvi.errors import RequestError, _closest
 from solvi.flow import Flow
 from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import record_hashes, render
@@ -36,21 +40,9 @@ class _Failure(Exception):
     """A command cannot go on; the message is printed on one line, without a traceback."""
 
 
-class _CatalogFailure(_Failure):
-    """The catalog itself is wrong (exit status 1, as for errors `check` reports)."""
-
-
-# -- loading a target ---------------------------------------------------------------
-
-
-def _as_system(target: str, value: Catalog | System) -> System:
-    if isinstance(value, System):
-        return value
-    try:
-        return System(value)
-    except PlanError as exc:
-        msg = f"cannot build a System from catalog {target!r}: {exc}"
-        raise _CatalogFailure(msg) from exc
+#: The exit status when the reader of standard output went away (``| head``), as a
+#: shell reports a process ended by SIGPIPE; grounded-decision uses the same.
+BROKEN_PIPE = 141
 
 
 # -- solvi check -------------------------------------------------------------------
@@ -176,7 +168,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     # The report lists what the System warns of when it is built; print it once.
     with warnings_module.catch_warnings():
         warnings_module.simplefilter("ignore", SolviWarning)
-        system = _as_system(args.target, load_target(args.target))
+        system = load_system(args.target)
     report = _check_report(args.target, system)
     if args.strict:
         report["ok"] = report["ok"] and not report["warnings"]
@@ -236,12 +228,14 @@ def _print_plan(system: System, flow: Flow) -> None:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    system = _as_system(args.target, load_target(args.target))
-    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    system = load_system(args.target)
+    # Repeated --keys add up: `--keys claim --keys documents` is `--keys claim,documents`.
+    given = ",".join(args.keys)
+    keys = list(dict.fromkeys(k.strip() for k in given.split(",") if k.strip()))
     try:
         flow = system.plan(keys)
     except RequestError as exc:  # a key no request may bring, such as a hard check
-        msg = f"--keys {args.keys}: {exc}"
+        msg = f"--keys {given}: {exc}"
         raise _Failure(msg) from exc
     if args.mermaid:
         print(flow.to_mermaid())
@@ -346,7 +340,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("target", help=TARGET_HELP)
     plan.add_argument(
-        "--keys", required=True, help="the request's keys, comma-separated (e.g. claim,documents)"
+        "--keys",
+        required=True,
+        action="append",
+        help="the request's keys, comma-separated (e.g. claim,documents); repeated, they add up",
     )
     plan.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart instead")
     plan.set_defaults(run=_cmd_plan)
@@ -364,6 +361,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_broken_pipe() -> int:
+    """Point standard output at the null device, so the flush at exit cannot fail again."""
+    # OSError or ValueError: standard output has no file descriptor (a test's capture).
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `solvi` command line.
 
@@ -373,17 +378,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 when all is well; 1 when the catalog has errors (`check`
         found some, or building its System failed on a catalog mistake); 2 for a
-        usage error or a target or file that cannot be loaded.
+        usage error or a target or file that cannot be loaded; 141 when the reader of
+        standard output went away (``solvi show FILE | head``), without a traceback.
     """
     args = _parser().parse_args(argv)
     try:
         status: int = args.run(args)
+        sys.stdout.flush()  # here, so that a broken pipe is caught below, not at exit
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except TargetError as exc:
         print(f"solvi {args.command}: {exc}", file=sys.stderr)
         return 1 if exc.catalog_mistake else 2
-    except _CatalogFailure as exc:
-        print(f"solvi {args.command}: {exc}", file=sys.stderr)
-        return 1
     except _Failure as exc:
         print(f"solvi {args.command}: {exc}", file=sys.stderr)
         return 2

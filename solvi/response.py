@@ -356,8 +356,10 @@ class Response:
 
     @cached_property
     def hash(self) -> str:
-        """sha256 of the canonical record without timings: the same for the same input,
-        however the request ran (threads, order of completion, process)."""
+        """sha256 of the canonical record without timings: the same for the same input
+        and the same steps, however they ran (threads, order of completion, process).
+        Early exit and the order of hard checks change which steps run, and so this
+        hash; `decision_hash` stays the same under them."""
         return record_hash(self._body)
 
     @cached_property

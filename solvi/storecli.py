@@ -15,9 +15,9 @@ import argparse
 import datetime as dt
 import sys
 
-from solvi._targets import TargetError, load_target
+from solvi._targets import TARGET_HELP, TargetError, load_system
 from solvi.audit import verify
-from solvi.errors import PlanError, SolviError
+from solvi.errors import SolviError
 from solvi.replay import iter_replays, summary_line
 from solvi.storage import Store, open_store
 from solvi.system import System
@@ -94,9 +94,8 @@ def _replay_inputs(args: argparse.Namespace) -> tuple[System, Store, bool]:
     """The System, the store and whether the command opened that store (and must close it)."""
     target = args.target
     try:
-        value = load_target(target)
-        system = value if isinstance(value, System) else System(value)
-    except (TargetError, PlanError) as exc:
+        system = load_system(target)
+    except TargetError as exc:
         raise _Failure(str(exc)) from exc
     if args.store is not None:
         return system, _open_existing(args.store), True
@@ -176,7 +175,7 @@ def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
             "when recorded is not run again."
         ),
     )
-    again.add_argument("target", help="module:attribute or path/to/file.py:attribute (a System)")
+    again.add_argument("target", help=TARGET_HELP)
     again.add_argument("--store", help=f"the store to read (default: the System's); {_STORE_HELP}")
     again.add_argument(
         "--since", help="only records stored at or after this ISO 8601 time (UTC if no offset)"

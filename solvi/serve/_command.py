@@ -4,108 +4,17 @@ from __future__ import annotations
 
 import argparse
 import errno
-import inspect
 import math
 import os
 import socket
 import sys
-import typing
 from collections.abc import Sequence
-from typing import Any
 
-from solvi._targets import MissingAttributeError, TargetError, described, load_attribute
-from solvi.catalog import Catalog
-from solvi.errors import PlanError, SolviError
+from solvi._targets import TARGET_HELP, TargetError, load_system
+from solvi.errors import SolviError
 from solvi.serve._app import INSTALL, asgi, need
-from solvi.system import System
 
 __all__ = ["ListenError", "add_serve_command", "check_listen", "load_system", "main", "run"]
-
-
-_SERVABLE = "name a System, a Catalog, or a function without arguments that returns one"
-
-
-def _not_a_factory(target: str, value: Any) -> str | None:
-    """Why a callable target is not called as a factory (None when it may be).
-
-    A factory takes no parameters; a class is never instantiated, and a function
-    annotated to return something else is not called: ``main(argv=None) -> int``
-    would run a program, not build a System.
-    """
-    if isinstance(value, type):
-        return f"{target!r} is the class {value.__name__}, not a System instance; {_SERVABLE}"
-    try:
-        signature = inspect.signature(value)
-    except (TypeError, ValueError):
-        return f"{target!r} is {described(value)} whose signature cannot be read; {_SERVABLE}"
-    if signature.parameters:
-        names = ", ".join(signature.parameters)
-        return f"{target!r} is {described(value)} that takes arguments ({names}); {_SERVABLE}"
-    try:
-        returns = typing.get_type_hints(value).get("return", System)
-    except Exception:  # an annotation that cannot be resolved says nothing either way
-        returns = System
-    if returns is type(None) or (
-        isinstance(returns, type) and not issubclass(returns, System | Catalog)
-    ):
-        shown = "None" if returns is type(None) else returns.__name__
-        what = f"{described(value)} annotated to return {shown}"
-        return f"{target!r} is {what}, not a System; {_SERVABLE}"
-    return None
-
-
-def _call_factory(target: str, factory: Any) -> Any:
-    """Call a factory, turning what it raises into one TargetError (KeyboardInterrupt aside)."""
-    try:
-        return factory()
-    except (Exception, SystemExit) as exc:
-        msg = (
-            f"calling {target} raised {type(exc).__name__}: {exc}; fix it so that it returns "
-            f"a System or a Catalog"
-        )
-        raise TargetError(msg, target=target) from exc
-
-
-def _served(target: str, value: Any, how: str) -> System:
-    """The System a target's value (or what its factory returned) serves."""
-    if isinstance(value, Catalog):
-        try:
-            return System(value)
-        except PlanError as exc:
-            msg = f"cannot build a System from catalog {target!r}: {exc}"
-            raise TargetError(msg, target=target) from exc
-    if not isinstance(value, System):
-        msg = f"{target!r} {how} {described(value)}, not a solvi System; {_SERVABLE}"
-        raise TargetError(msg, target=target)
-    return value
-
-
-def load_system(target: str) -> System:
-    """Load the System named by ``module:attribute`` or ``path/to/file.py:attribute``.
-
-    The attribute may be a System, a Catalog (served as ``System(catalog)``) or a
-    function taking no arguments that returns either. A class, a function that
-    takes arguments or one annotated to return something else is refused, not
-    called: serving must not run a script's ``main``.
-
-    Raises:
-        SolviError: the target is malformed, missing, fails on import, names
-            something else, or its factory raises.
-    """
-    try:
-        value: Any = load_attribute(target)
-    except MissingAttributeError as exc:
-        msg = (
-            f"no attribute {exc.attribute!r} in {exc.module!r}; name a System or a "
-            f"factory{exc.hint}"
-        )
-        raise TargetError(msg, target=target) from None
-    if isinstance(value, System | Catalog) or not callable(value):
-        return _served(target, value, "is")
-    refusal = _not_a_factory(target, value)
-    if refusal is not None:
-        raise TargetError(refusal, target=target)
-    return _served(target, _call_factory(target, value), "returned")
 
 
 class ListenError(SolviError):
@@ -236,9 +145,7 @@ def _seconds(text: str) -> float:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", help="module:attribute or path/to/file.py:attribute naming a System"
-    )
+    parser.add_argument("target", help=TARGET_HELP)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="TCP port (8000)")
     parser.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -287,19 +288,19 @@ def test_file_target_can_import_modules_next_to_it(
         ),
         (
             "examples/claims.py:sytem",
-            "solvi check: no attribute 'sytem' in module 'examples/claims.py'; expected a "
-            "Catalog or System (it has: catalog, system)",
+            "solvi check: no attribute 'sytem' in 'examples/claims.py'; name a System or a "
+            "factory (it has: catalog, system)",
         ),
         (
             "examples/claims.py:CLAIMS",
-            "solvi check: 'examples/claims.py:CLAIMS' is a list, not a solvi Catalog or "
-            "System; name the Catalog or the System the module defines",
+            "solvi check: 'examples/claims.py:CLAIMS' is a list, not a solvi System; name a "
+            "System, a Catalog, or a function without arguments that returns one",
         ),
         (
             "examples/claims.py",
             "solvi check: 'examples/claims.py' names no attribute; write module:attribute or "
-            "path/to/file.py:attribute naming a Catalog or a System (for example "
-            "examples/claims.py:system)",
+            "path/to/file.py:attribute naming a System, a Catalog, or a function without "
+            "arguments that returns one (for example examples/claims.py:system)",
         ),
         (
             "examples/nothing_here.py:system",
@@ -325,7 +326,8 @@ def test_a_module_that_raises_on_import_is_reported(
     (tmp_path / "explodes.py").write_text("raise RuntimeError('database URL not set')\n")
     status, _, err = _run(capsys, "check", f"{tmp_path / 'explodes.py'}:system")
     assert status == 2
-    assert "failed: RuntimeError: database URL not set;" in err
+    assert "failed at " in err
+    assert ", line 1 (in <module>): RuntimeError: database URL not set;" in err
     assert "Traceback" not in err
 
 
@@ -663,7 +665,7 @@ def test_a_module_with_a_top_level_argparse_does_not_read_solvis_arguments(
     (tmp_path / "script.py").write_text(script)
     status, _, err = _run(capsys, "check", f"{tmp_path / 'script.py'}:system")
     assert status == 2
-    assert err.startswith("solvi check: no attribute 'system' in module ")
+    assert err.startswith("solvi check: no attribute 'system' in ")
     assert "unrecognized arguments" not in err
 
 
@@ -698,3 +700,136 @@ def test_plan_with_a_key_no_request_may_bring_is_one_line(
         "solvi plan: --keys policy_in_force: request key 'policy_in_force' sets the hard check"
     )
     assert err.count("\n") == 1
+
+
+# -- where an import failed, factories, broken pipes, repeated --keys ------------------------
+
+DEEP = """\
+import json
+from solvi import Catalog
+
+def helper():
+    return 1 / 0
+
+def parse():
+    return json.loads("{")
+
+cat = Catalog("deep")
+"""
+
+
+def test_an_import_failure_names_the_line_of_the_users_file_and_how_to_rerun_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The line in the target's file where it failed, and a command that fits the target."""
+    (tmp_path / "deep.py").write_text(DEEP + "X = helper()\n")
+    (tmp_path / "lib.py").write_text(DEEP + "Y = parse()\n")
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _run(capsys, "check", "deep.py:cat")
+    assert (status, out) == (2, "")
+    assert err == (
+        "solvi check: importing module 'deep.py' failed at deep.py, line 5 (in helper): "
+        "ZeroDivisionError: division by zero; fix the module so that `python deep.py` works\n"
+    )
+    # A module target; the error is raised inside json, so the user's own line is named.
+    status, _, err = _run(capsys, "check", "lib:cat")
+    assert status == 2
+    assert err.startswith(
+        "solvi check: importing module 'lib' failed at lib.py, line 8 (in parse): JSONDecodeError: "
+    )
+    assert err.endswith("; fix the module so that `python -c 'import lib'` works\n")
+
+
+def test_an_import_failure_outside_the_targets_file_names_the_last_frame(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package that fails before the target's module is reached: the innermost frame."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg import settings\n")
+    (tmp_path / "pkg" / "settings.py").write_text("import os\n\nURL = os.environ['DB_URL']\n")
+    (tmp_path / "pkg" / "mod.py").write_text("cat = None\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DB_URL", raising=False)
+    status, _, err = _run(capsys, "check", "pkg.mod:cat")
+    assert status == 2
+    assert err == (
+        "solvi check: importing module 'pkg.mod' failed at pkg/settings.py, line 3 (in "
+        "<module>): KeyError: 'DB_URL'; fix the module so that `python -c 'import pkg.mod'` "
+        "works\n"
+    )
+
+
+FACTORY = """
+from solvi import Catalog, System
+
+cat = Catalog("made")
+calls = []
+
+@cat.rule
+def approve(income):
+    return income > 1000
+
+def make():
+    calls.append(1)
+    return System(cat)
+"""
+
+
+def test_check_and_plan_accept_a_factory_as_serve_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A function without arguments that returns a System is called (once) by check and plan."""
+    (tmp_path / "made.py").write_text(FACTORY)
+    target = f"{tmp_path / 'made.py'}:make"
+    status, out, err = _run(capsys, "check", target)
+    assert (status, err) == (0, "")
+    assert out.startswith(f"checked catalog made ({target}): 1 part, 1 question\n")
+    assert sys.modules["made"].calls == [1]
+    status, out, err = _run(capsys, "plan", target, "--keys", "income")
+    assert (status, err) == (0, "")
+    assert "  1. approve  phase 1  rule\n" in out
+    assert sys.modules["made"].calls == [1, 1]
+
+
+def test_plan_adds_up_repeated_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--keys claim --keys documents` plans for both keys, as `--keys claim,documents`."""
+    status, out, err = _run(capsys, "plan", CLAIMS, "--keys", "claim", "--keys", "documents")
+    assert (status, out, err) == (0, CLAIMS_PLAN, "")
+    status, out, _ = _run(capsys, "plan", CLAIMS, "--keys", "claim,documents", "--keys", "claim")
+    assert (status, out) == (0, CLAIMS_PLAN)
+
+
+@pytest.mark.parametrize(
+    ("argv", "buffering"),
+    [
+        (["plan", CLAIMS, "--keys", "claim,documents"], 1),
+        (["show", "-"], 1),
+        (["show", "-"], -1),
+    ],
+    ids=["plan, while printing", "show, while printing", "show, on the last flush"],
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(argv: list[str], buffering: int) -> None:
+    """`solvi ... | head -2`: no BrokenPipeError traceback, exit status 141."""
+    record = _small_response().to_json()
+    code = (
+        "import sys\n"
+        "from solvi.cli import main\n"
+        f"sys.stdout = open(sys.stdout.fileno(), 'w', buffering={buffering}, closefd=False)\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: the first write breaks the pipe
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            input=record,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (141, "")

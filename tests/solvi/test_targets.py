@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from solvi import Catalog, System
-from solvi._targets import MissingAttributeError, TargetError, load_attribute, load_target
+from solvi._targets import MissingAttributeError, TargetError, load_attribute, load_system
 
 GOOD = """
 from solvi import Catalog, System
@@ -46,29 +46,32 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 
 def test_a_file_target_loads_its_system_and_catalog(folder: Path) -> None:
-    """path/to/file.py:attribute imports the file; Catalogs and Systems both load."""
+    """path/to/file.py:attribute imports the file; a System loads as itself, a Catalog
+    as a System of it."""
     _write(folder, "tgt_file.py", GOOD)
-    system = load_target("tgt_file.py:system")
+    system = load_system("tgt_file.py:system")
     assert isinstance(system, System)
-    assert isinstance(load_target("tgt_file.py:cat"), Catalog)
-    assert load_target("tgt_file.py:holder.inner") is system
+    from_catalog = load_system("tgt_file.py:cat")
+    assert isinstance(from_catalog, System)
+    assert isinstance(from_catalog.catalog, Catalog)
+    assert load_system("tgt_file.py:holder.inner") is system
 
 
 def test_a_module_target_is_imported_from_the_working_directory(folder: Path) -> None:
     """module:attribute imports the dotted module with the current directory importable."""
     _write(folder, "tgt_module.py", GOOD)
-    assert isinstance(load_target("tgt_module:system"), System)
+    assert isinstance(load_system("tgt_module:system"), System)
 
 
-def test_load_attribute_returns_anything_load_target_refuses_other_kinds(folder: Path) -> None:
+def test_load_attribute_returns_anything_load_system_refuses_other_kinds(folder: Path) -> None:
     """An int loads as an attribute but is not a target."""
     _write(folder, "tgt_kind.py", GOOD)
     assert load_attribute("tgt_kind.py:number") == 3
     with pytest.raises(TargetError) as caught:
-        load_target("tgt_kind.py:number")
+        load_system("tgt_kind.py:number")
     assert str(caught.value) == (
-        "'tgt_kind.py:number' is an int, not a solvi Catalog or System; name the Catalog or the "
-        "System the module defines"
+        "'tgt_kind.py:number' is an int, not a solvi System; name a System, a Catalog, or a "
+        "function without arguments that returns one"
     )
     assert caught.value.target == "tgt_kind.py:number"
 
@@ -87,7 +90,8 @@ def test_a_target_without_an_attribute_shows_the_form(target: str, missing: str)
         load_attribute(target)
     assert str(caught.value) == (
         f"{target!r} names no {missing}; write module:attribute or path/to/file.py:attribute "
-        f"naming a Catalog or a System (for example examples/claims.py:system)"
+        f"naming a System, a Catalog, or a function without arguments that returns one (for "
+        f"example examples/claims.py:system)"
     )
 
 
@@ -144,8 +148,8 @@ def test_a_module_that_fails_on_import_names_the_error(folder: Path) -> None:
     with pytest.raises(TargetError) as caught:
         load_attribute("tgt_broken.py:system")
     assert str(caught.value) == (
-        "importing module 'tgt_broken.py' failed: RuntimeError: no config; fix the module so "
-        "that `python -c 'import ...'` works"
+        "importing module 'tgt_broken.py' failed at tgt_broken.py, line 1 (in <module>): "
+        "RuntimeError: no config; fix the module so that `python tgt_broken.py` works"
     )
     assert caught.value.catalog_mistake is False
     assert "tgt_broken" not in sys.modules
