@@ -214,7 +214,8 @@ def shape_check(chart: Statechart, expr: Expr | None = None) -> Channel:
     summary = (
         "; ".join(problems)
         if problems
-        else f"{len(reached)} states, all reachable; {actions} propose an action"
+        else f"{len(reached)} states, all reachable; {actions} "
+        f"{'proposes' if actions == 1 else 'propose'} an action"
     )
     return Channel(
         name="shape",

@@ -12,16 +12,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grounded_decision.checks import QUESTIONS, Channel
-from grounded_decision.errors import GroundedDecisionError, PgsolverFormatError, PolicySyntaxError
+from grounded_decision.errors import (
+    GroundedDecisionError,
+    ParityUnsolved,
+    PgsolverFormatError,
+    PolicySyntaxError,
+)
 from grounded_decision.examples import EXAMPLES, TITLES
 from grounded_decision.module import Decision, Module
 from grounded_decision.policy.parse import parse
 from grounded_decision.statechart.certificate import check_certificate
-from grounded_decision.statechart.game import NO_LIMITS, GameGraph
+from grounded_decision.statechart.game import NO_LIMITS, GameGraph, Limits
 from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
-from grounded_decision.statechart.pgsolver import read_pgsolver_with_ids, write_solution
+from grounded_decision.statechart.pgsolver import (
+    read_pgsolver_with_ids,
+    read_solution,
+    write_solution,
+)
 
-__all__ = ["BROKEN_PIPE", "MAX_INPUT_BYTES", "format_channel", "format_decision", "main"]
+__all__ = [
+    "BROKEN_PIPE",
+    "INTERRUPTED",
+    "MAX_INPUT_BYTES",
+    "format_channel",
+    "format_decision",
+    "main",
+]
 
 PROG = "grounded-decision"
 
@@ -29,8 +45,12 @@ BROKEN_PIPE = 141
 """Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE,
 what a shell reports for a tool that the signal ended."""
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C: 128 + SIGINT, what a shell reports for a tool the signal ended."""
+
 MAX_INPUT_BYTES = 16 * 2**20
-"""Largest policy or game file the command reads (16 MiB); a bigger one is refused."""
+"""Largest policy or game file the command reads (16 MiB) unless ``solve --max-bytes``
+says otherwise; a bigger one is refused rather than read into memory."""
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -60,16 +80,27 @@ def _on_stdout(write: Callable[[], None]) -> None:
         raise _Failure(msg) from exc
 
 
-def _read_text(path: str) -> str:
-    """The file's text as UTF-8 (a leading byte order mark is skipped)."""
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+
+
+def _read_text(path: str, max_bytes: int | None = None, option: str | None = None) -> str:
+    """The file's text as UTF-8 (a leading byte order mark is skipped).
+
+    At most ``max_bytes`` (``MAX_INPUT_BYTES`` when ``None``) are read; a refusal names
+    ``option``, the command's way to raise the cap, when there is one.
+    """
+    limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
     try:
         with Path(path).open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
+            data = handle.read(limit + 1)
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise _Failure(msg) from exc
-    if len(data) > MAX_INPUT_BYTES:
-        msg = f"cannot read {path}: larger than {MAX_INPUT_BYTES // 2**20} MiB, the most read"
+    if len(data) > limit:
+        msg = f"cannot read {path}: larger than {_size(limit)}, the most read"
+        if option is not None:
+            msg += f"; pass {option} N to read up to N bytes"
         raise _Failure(msg)
     skip = len(_BOM) if data.startswith(_BOM) else 0
     try:
@@ -177,27 +208,80 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = 
     return 0 if all(c.passed for c in channels) else 3
 
 
-def _read_game(path: str) -> tuple[GameGraph, tuple[int, ...]]:
+def _located(path: str, exc: PgsolverFormatError) -> _Failure:
+    """``path:line: message``, the line named once (the reader's ``line N:`` dropped)."""
+    return _Failure(f"{path}:{exc.line}: {str(exc).removeprefix(f'line {exc.line}: ')}")
+
+
+def _read_game(path: str, max_bytes: int | None = None) -> tuple[GameGraph, tuple[int, ...]]:
     """The game in the file and each vertex's id there; format errors name file and line."""
     try:
-        return read_pgsolver_with_ids(_read_text(path))
+        return read_pgsolver_with_ids(_read_text(path, max_bytes, "--max-bytes"))
     except PgsolverFormatError as exc:
-        msg = f"{path}:{exc.line}: {exc}"
-        raise _Failure(msg) from exc
+        raise _located(path, exc) from exc
+
+
+def _gave_up(exc: ParityUnsolved) -> str:
+    """A budget refusal in the command's terms: the option to raise, not the Limits field."""
+    if exc.setting == "parity_steps":
+        spent, option = f"more than {exc.limit:g} steps of work", "--steps"
+    elif exc.setting == "parity_seconds":
+        spent, option = f"{exc.limit:g} s", "--seconds"
+    else:
+        return f"not solved: {exc}"
+    return f"not solved: gave up after {spent}; raise {option}, or leave it out for no budget"
+
+
+def _check_solution(path: str, solution: str, *, max_bytes: int | None, as_json: bool) -> int:
+    """Check a solution file someone wrote for the game, in the game file's ids."""
+    game, ids = _read_game(path, max_bytes)
+    try:
+        winner, strategy = read_solution(
+            _read_text(solution, max_bytes, "--max-bytes"), len(game), ids=ids
+        )
+    except PgsolverFormatError as exc:
+        raise _located(solution, exc) from exc
+    verdict = check_certificate(game, winner, strategy, ids=ids)
+    if as_json:
+        report = {
+            "game": path,
+            "solution": solution,
+            "vertices": len(game),
+            "verified": verdict.valid,
+            "problem": verdict.problem,
+            "vertex": None if verdict.vertex is None else ids[verdict.vertex],
+        }
+        _out(json.dumps(report, indent=2, sort_keys=True))
+    elif verdict.valid:
+        _out(f"{solution}: certificate: verified for {path} ({len(game)} vertices)")
+    else:
+        _out(f"{solution}: certificate: {verdict.problem}")
+    return 0 if verdict.valid else 3
 
 
 def _solve_game(
-    path: str, *, algorithm: str, solution: str | None, verify: bool, as_json: bool
+    path: str,
+    *,
+    algorithm: str,
+    solution: str | None,
+    verify: bool,
+    as_json: bool,
+    max_bytes: int | None = None,
+    limits: Limits = NO_LIMITS,
 ) -> int:
     if solution is not None:
         _check_writable(solution)
-    game, ids = _read_game(path)
+    game, ids = _read_game(path, max_bytes)
     started = time.perf_counter()
-    solved = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    try:
+        solved = solve_parity(game, limits, algorithm=algorithm)
+    except ParityUnsolved as exc:
+        print(f"{PROG}: {path}: {_gave_up(exc)}", file=sys.stderr)
+        return REFUSED
     seconds = time.perf_counter() - started
     if solution is not None:
         _write_text(solution, write_solution(solved.winner, solved.strategy, ids=ids))
-    verdict = check_certificate(game, solved.winner, solved.strategy) if verify else None
+    verdict = check_certificate(game, solved.winner, solved.strategy, ids=ids) if verify else None
     even = sum(1 for side in solved.winner if side == 0)
     start_winner = solved.winner[game.start]
     report = {
@@ -249,15 +333,85 @@ def _parser() -> argparse.ArgumentParser:
     )
     solve = commands.add_parser("solve", help="solve a parity game in PGSolver format")
     solve.add_argument("path", help="a PGSolver game file (parity N; then one line per vertex)")
-    solve.add_argument(
-        "--algorithm", choices=ALGORITHMS, default="auto", help="the solver (default: auto)"
-    )
+    solve.add_argument("--algorithm", choices=ALGORITHMS, help="the solver (default: auto)")
     solve.add_argument("--solution", metavar="OUT", help="write the solution (paritysol) here")
     solve.add_argument(
         "--verify", action="store_true", help="check the strategies with the independent checker"
     )
     solve.add_argument("--json", action="store_true", help="print the report as JSON")
+    solve.add_argument(
+        "--check",
+        metavar="SOLUTION",
+        help="check this solution file (paritysol, in the game file's ids) instead of solving",
+    )
+    solve.add_argument(
+        "--max-bytes",
+        type=_positive(int),
+        metavar="N",
+        help=f"read files of up to N bytes (default: {MAX_INPUT_BYTES})",
+    )
+    solve.add_argument(
+        "--seconds",
+        type=_positive(float),
+        metavar="S",
+        help="give up after S seconds of solving (default: no budget)",
+    )
+    solve.add_argument(
+        "--steps",
+        type=_positive(int),
+        metavar="N",
+        help="give up after N units of solver work (default: no budget)",
+    )
     return parser
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a number above 0 of ``kind`` (finite, for seconds)."""
+
+    def read(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
+        if not 0 < value < float("inf"):
+            msg = f"expected a number above 0, got {text!r}"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    read.__name__ = kind.__name__
+    return read
+
+
+def _solve_command(args: argparse.Namespace) -> int:
+    """``solve``: check a given solution, or solve within the budgets given."""
+    if args.check is not None:
+        clashes = [
+            option
+            for option, given in (
+                ("--algorithm", args.algorithm is not None),
+                ("--solution", args.solution is not None),
+                ("--verify", args.verify),
+                ("--seconds", args.seconds is not None),
+                ("--steps", args.steps is not None),
+            )
+            if given
+        ]
+        if clashes:
+            print(
+                f"{PROG}: solve --check checks a solution and solves nothing; drop {clashes[0]}",
+                file=sys.stderr,
+            )
+            return 2
+        return _check_solution(args.path, args.check, max_bytes=args.max_bytes, as_json=args.json)
+    return _solve_game(
+        args.path,
+        algorithm=args.algorithm or "auto",
+        solution=args.solution,
+        verify=args.verify,
+        as_json=args.json,
+        max_bytes=args.max_bytes,
+        limits=Limits(None, None, None, parity_steps=args.steps, parity_seconds=args.seconds),
+    )
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -283,13 +437,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             return 2
         return _run_examples([args.name], args.json)
     if args.command == "solve":
-        return _solve_game(
-            args.path,
-            algorithm=args.algorithm,
-            solution=args.solution,
-            verify=args.verify,
-            as_json=args.json,
-        )
+        return _solve_command(args)
     return _check_policy(
         args.path, as_json=args.json, mermaid=args.mermaid, no_limits=args.no_limits
     )
@@ -307,15 +455,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 bad input, 2 usage, 3 check
     failed, 4 a check's game refused by a cap of ``Limits``: `REFUSED`).
 
-    ``solve`` exits 3 when ``--verify`` rejects the solution. A file that cannot be read
-    or written is 1, with one line naming it; when the reader of standard output goes
-    away (``| head``) the command stops quietly with ``BROKEN_PIPE`` (141).
+    ``solve`` exits 3 when ``--verify`` or ``--check`` rejects the solution and 4 when
+    ``--seconds`` or ``--steps`` ran out. A file that cannot be read or written is 1, with
+    one line naming it; when the reader of standard output goes away (``| head``) the
+    command stops quietly with ``BROKEN_PIPE`` (141), and Ctrl-C stops it with one line
+    and ``INTERRUPTED`` (130).
     """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         code = _run(parser, args)
         _flush()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError:
         return _quiet_broken_pipe()
     except _Failure as exc:

@@ -44,12 +44,46 @@ class Certificate:
     vertex: int | None = None
 
 
-def _name(game: GameGraph, v: int) -> str:
-    return f"vertex {v} ({game.names[v]!r})"
+@attrs.frozen
+class _Labels:
+    """How messages name vertices: by index, or by the game file's ids when given."""
+
+    game: GameGraph
+    ids: Sequence[int] | None
+
+    def of(self, v: int) -> str:
+        """``v`` as the file names it (its index when there are no ids)."""
+        return str(v if self.ids is None else self.ids[v])
+
+    def vertex(self, v: int) -> str:
+        """``vertex ID ('name')``; the name is left out when it only repeats the id."""
+        label = self.of(v)
+        name = self.game.names[v]
+        return f"vertex {label}" if name == label else f"vertex {label} ({name!r})"
+
+    def pick(self, move: object) -> str:
+        """A strategy entry: a vertex by its label, anything else as given."""
+        if isinstance(move, int) and not isinstance(move, bool) and 0 <= move < len(self.game):
+            return self.of(move)
+        return repr(move)
+
+
+def _checked_ids(game: GameGraph, ids: Sequence[int] | None) -> Sequence[int] | None:
+    if ids is not None and len(ids) != len(game):
+        msg = (
+            f"check_certificate: ids has {len(ids)} entries for {len(game)} vertices;"
+            " pass the ids read_pgsolver_with_ids returned with this game"
+        )
+        raise ValueError(msg)
+    return ids
 
 
 def check_certificate(
-    game: GameGraph, winner: Sequence[int], strategy: Sequence[int]
+    game: GameGraph,
+    winner: Sequence[int],
+    strategy: Sequence[int],
+    *,
+    ids: Sequence[int] | None = None,
 ) -> Certificate:
     """Check that ``strategy`` wins every vertex ``winner`` gives to each player.
 
@@ -58,10 +92,20 @@ def check_certificate(
         winner: ``0`` or ``1`` per vertex.
         strategy: per vertex, the successor its owner picks when the owner is the winner
             there (any value elsewhere).
+        ids: the game file's id of each vertex (from ``read_pgsolver_with_ids``), so that
+            ``problem`` names vertices as the file does; without, by index.
+            ``Certificate.vertex`` stays the index either way, to look the vertex up in
+            ``game``.
 
     Returns:
         A ``Certificate``; ``valid`` is false with the first problem found.
+
+    Raises:
+        ValueError: when ``ids`` does not have one entry per vertex.
+
+    .. versionchanged:: Unreleased ``ids``.
     """
+    label = _Labels(game, _checked_ids(game, ids))
     n = len(game)
     if len(winner) != n or len(strategy) != n:
         return Certificate(
@@ -74,23 +118,34 @@ def check_certificate(
     for v in range(n):
         side = winner[v]
         if side not in (0, 1):
-            return Certificate(False, f"{_name(game, v)} has winner {side!r}; use 0 or 1", v)
+            return Certificate(False, f"{label.vertex(v)} has winner {side!r}; use 0 or 1", v)
         if owner[v] == side:
             move = strategy[v]
+            if move == -1:
+                return Certificate(
+                    False,
+                    f"{label.vertex(v)}: its owner wins it but has no pick (-1);"
+                    " give the successor the owner moves to",
+                    v,
+                )
             if move not in successors[v]:
                 return Certificate(
-                    False, f"{_name(game, v)}: its winner picks {move!r}, not a successor", v
+                    False,
+                    f"{label.vertex(v)}: its winner picks {label.pick(move)}, not a successor",
+                    v,
                 )
             if winner[move] != side:
                 return Certificate(
-                    False, f"{_name(game, v)}: its winner's pick {move} leaves the region", v
+                    False,
+                    f"{label.vertex(v)}: its winner's pick {label.of(move)} leaves the region",
+                    v,
                 )
         else:
             for w in successors[v]:
                 if winner[w] != side:
                     return Certificate(
                         False,
-                        f"{_name(game, v)}: the loser can move to {w}, outside player"
+                        f"{label.vertex(v)}: the loser can move to {label.of(w)}, outside player"
                         f" {side}'s region",
                         v,
                     )
@@ -99,20 +154,30 @@ def check_certificate(
         if bad is not None:
             return Certificate(
                 False,
-                f"{_name(game, bad)} lies on a cycle in player {side}'s region whose top"
+                f"{label.vertex(bad)} lies on a cycle in player {side}'s region whose top"
                 f" priority {game.priority[bad]} is the opponent's",
                 bad,
             )
     return Certificate(True)
 
 
-def verify_certificate(game: GameGraph, winner: Sequence[int], strategy: Sequence[int]) -> None:
+def verify_certificate(
+    game: GameGraph,
+    winner: Sequence[int],
+    strategy: Sequence[int],
+    *,
+    ids: Sequence[int] | None = None,
+) -> None:
     """Raise unless ``check_certificate`` accepts the solution.
 
     Raises:
-        CertificateError: naming the problem and the vertex at fault.
+        CertificateError: naming the problem and the vertex at fault (``vertex`` is its
+            index; the message uses ``ids`` when given, as ``check_certificate`` does).
+        ValueError: when ``ids`` does not have one entry per vertex.
+
+    .. versionchanged:: Unreleased ``ids``.
     """
-    verdict = check_certificate(game, winner, strategy)
+    verdict = check_certificate(game, winner, strategy, ids=ids)
     if not verdict.valid:
         msg = f"the parity solution is not proven: {verdict.problem}"
         raise CertificateError(msg, vertex=verdict.vertex)

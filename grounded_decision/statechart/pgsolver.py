@@ -17,10 +17,10 @@ reading takes time and memory in proportion to the file's size.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from grounded_decision.errors import PgsolverFormatError
-from grounded_decision.statechart.game import GameGraph
+from grounded_decision.statechart.game import Edge, GameGraph
 
 __all__ = [
     "read_pgsolver",
@@ -57,21 +57,48 @@ def _require_text(text: object, reader: str) -> None:
 
 def _lines(text: str) -> list[tuple[int, str]]:
     """Numbered non-blank, non-comment lines; only ``\\n`` ends a line (``\\r`` is stripped)."""
-    rows = []
-    for number, raw in enumerate(text.removeprefix("\ufeff").split("\n"), start=1):
-        line = raw.strip()
+    return list(_each_line(text))
+
+
+def _each_line(text: str) -> Iterator[tuple[int, str]]:
+    """``_lines`` one at a time, so a large game is never held twice over as lines."""
+    text = text.removeprefix("\ufeff")
+    begin = 0
+    number = 0
+    size = len(text)
+    while begin <= size:
+        end = text.find("\n", begin)
+        if end < 0:
+            end = size
+        number += 1
+        line = text[begin:end].strip()
+        begin = end + 1
         if line and not line.startswith("#"):
-            rows.append((number, line))
-    return rows
+            yield number, line
 
 
 def _number(word: str, line: int) -> int | None:
-    """The word as a whole number, or ``None`` when it is not one."""
+    """The word as a whole number, or ``None`` when it is not one; a signed one is refused."""
     if not (word.isascii() and word.isdigit()):
+        if _signed(word):
+            raise _fail(line, f"the number {word} {_sign(word)}", _UNSIGNED)
         return None
     if len(word) > _MAX_DIGITS:
         raise _fail(line, f"a number has {len(word)} digits", f"use at most {_MAX_DIGITS}")
     return int(word)
+
+
+_UNSIGNED = "write whole numbers 0 or more, without + or -"
+
+
+def _signed(word: str) -> bool:
+    """Whether the word is a number with a leading ``+`` or ``-``."""
+    digits = word[1:]
+    return word[:1] in ("+", "-") and digits.isascii() and digits.isdigit()
+
+
+def _sign(word: str) -> str:
+    return "is negative" if word.startswith("-") else "has a + sign"
 
 
 def _words(content: str) -> list[str] | None:
@@ -142,14 +169,24 @@ def _vertex(content: str, line: int) -> tuple[int, int, int, list[int], str | No
     if split is None:
         raise _unreadable(content, line)
     words = split[0].split()
+    for field, word in zip(("id", "priority", "owner"), words[:3], strict=False):
+        if _signed(word):
+            who = "" if field == "id" else f"vertex {words[0]}: "
+            raise _fail(line, f"{who}{field} {word} {_sign(word)}", _UNSIGNED)
     numbers = [_number(word, line) for word in words[:3]]
+    if len(words) == 3 and None not in numbers:
+        raise _fail(
+            line,
+            f"vertex {words[0]} has no successors",
+            "every vertex needs at least one move: list its successors after the owner",
+        )
     if len(words) < 4 or None in numbers:
         raise _unreadable(content, line)
     ident, prio, owner = (number for number in numbers if number is not None)
     return ident, prio, owner, _successors(words[3:], ident, content, line), split[1]
 
 
-def _rows(lines: list[tuple[int, str]], bound: int) -> tuple[dict[int, _Row], int | None, int]:
+def _rows(lines: Iterator[tuple[int, str]], bound: int) -> tuple[dict[int, _Row], int | None, int]:
     """The vertex rows by id, the start id (``None`` if not given) and its line."""
     start_id: int | None = None
     start_line = 0
@@ -187,36 +224,43 @@ def read_pgsolver_with_ids(text: str) -> tuple[GameGraph, tuple[int, ...]]:
     .. versionadded:: Unreleased
     """
     _require_text(text, "read_pgsolver")
-    lines = _lines(text)
-    bound = _keyword(lines[0][1], "parity", lines[0][0]) if lines else None
+    lines = _each_line(text)
+    header_line, header = next(lines, (1, ""))
+    bound = _keyword(header, "parity", header_line) if header else None
     if bound is None:
-        line = lines[0][0] if lines else 1
-        raise _fail(line, "expected the header 'parity N;'", "start the file with it")
-    rows, start_id, start_line = _rows(lines[1:], bound)
+        raise _fail(header_line, "expected the header 'parity N;'", "start the file with it")
+    rows, start_id, start_line = _rows(lines, bound)
     if not rows:
-        raise _fail(lines[0][0], "the game has no vertex", "add one line per vertex")
+        raise _fail(header_line, "the game has no vertex", "add one line per vertex")
     ids = tuple(sorted(rows))
     index = {ident: i for i, ident in enumerate(ids)}
+    # One edge tuple per target, shared by every move into it: the tuples are immutable,
+    # and a tuple and label per move made the game about 25 times the file's size.
+    edge_to: dict[int, Edge] = {}
     edges = []
     for ident in ids:
         _, _, targets, _, number = rows[ident]
+        out = []
         for target in targets:
-            if target not in index:
-                raise _fail(
-                    number,
-                    f"vertex {ident} moves to {target}, which is not defined",
-                    "define it or drop the edge",
-                )
-        edges.append(tuple((index[t], f"to {t}", 0.0) for t in targets))
+            edge = edge_to.get(target)
+            if edge is None:
+                if target not in index:
+                    raise _fail(
+                        number,
+                        f"vertex {ident} moves to {target}, which is not defined",
+                        "define it or drop the edge",
+                    )
+                edge = edge_to[target] = (index[target], f"to {target}", 0.0)
+            out.append(edge)
+        edges.append(tuple(out))
     if start_id is not None and start_id not in index:
         raise _fail(start_line, f"start vertex {start_id} is not defined", "name a vertex id")
-    game = GameGraph(
-        names=tuple(_or_id(rows[i][3], i) for i in ids),
-        start=0 if start_id is None else index[start_id],
-        edges=tuple(edges),
-        priority=tuple(rows[i][0] for i in ids),
-        owner=tuple(rows[i][1] for i in ids),
-    )
+    names = tuple(_or_id(rows[i][3], i) for i in ids)
+    priority = tuple(rows[i][0] for i in ids)
+    owner = tuple(rows[i][1] for i in ids)
+    start = 0 if start_id is None else index[start_id]
+    del rows, index, edge_to  # not needed by the game: let them go before it is built
+    game = GameGraph(names=names, start=start, edges=tuple(edges), priority=priority, owner=owner)
     return game, ids
 
 
@@ -229,9 +273,9 @@ def read_pgsolver(text: str) -> GameGraph:
     Raises:
         TypeError: when ``text`` is not a ``str`` (decode bytes first).
         PgsolverFormatError: naming the line at fault: no ``parity`` header, a malformed
-            vertex line, an owner other than 0 or 1, an id twice or above the header's
-            bound, a successor that is not a vertex, a number of more than 18
-            digits, or no vertex at all.
+            vertex line, a vertex with no successors, an owner other than 0 or 1, an id
+            twice or above the header's bound, a successor that is not a vertex, a number
+            with a sign or of more than 18 digits, or no vertex at all.
 
     .. versionadded:: Unreleased
     """

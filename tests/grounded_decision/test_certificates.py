@@ -150,3 +150,32 @@ def test_the_progress_check_answer_is_certified() -> None:
     solution = solve_parity(game)
     assert check_certificate(game, solution.winner, solution.strategy).valid
     assert solution.winner == (0, 0, 0)
+
+
+def test_problems_name_vertices_by_the_file_ids() -> None:
+    """With ids, the vertex and the pick are named as the game file names them."""
+    from grounded_decision.statechart import read_pgsolver_with_ids
+
+    game, ids = read_pgsolver_with_ids(
+        'parity 7;\nstart 7;\n7 2 0 3,5 "start";\n3 1 1 7;\n5 0 0 6;\n6 3 1 6,5 "end";\n'
+    )
+    winner, strategy = (0, 1, 1, 0), [-1, -1, 2, 1]
+    verdict = check_certificate(game, winner, strategy, ids=ids)
+    assert verdict.problem == "vertex 7 ('start'): its winner's pick 5 leaves the region"
+    assert verdict.vertex == 3
+    loser = check_certificate(game, (0, 1, 1, 1), (-1, -1, 2, -1), ids=ids)
+    assert loser.problem == "vertex 3: the loser can move to 7, outside player 0's region"
+    with pytest.raises(CertificateError, match=r"vertex 7 .* picks 6, not a successor"):
+        verify_certificate(game, winner, [-1, -1, 2, 2], ids=ids)
+    with pytest.raises(ValueError, match="ids has 2 entries for 4 vertices"):
+        check_certificate(game, winner, strategy, ids=ids[:2])
+
+
+def test_a_missing_pick_says_so() -> None:
+    """A winning owner with no pick (-1, a line without a strategy) is told to give one."""
+    game = _game([0, 0], [0, 0], [[1], [1]])
+    verdict = check_certificate(game, [0, 0], [-1, 1])
+    assert verdict.problem == (
+        "vertex 0 ('v0'): its owner wins it but has no pick (-1);"
+        " give the successor the owner moves to"
+    )

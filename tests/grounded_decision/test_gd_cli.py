@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grounded_decision.cli import BROKEN_PIPE, REFUSED, main
+from grounded_decision.cli import BROKEN_PIPE, INTERRUPTED, REFUSED, main
 from grounded_decision.examples import EXAMPLES
 
 
@@ -144,11 +144,11 @@ def test_solve_writes_and_reports_the_file_ids(
 def test_solve_names_the_file_and_line_of_a_format_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A malformed game is one line on stderr: file, line and what is wrong."""
+    """A malformed game is one line on stderr: file, line (named once) and what is wrong."""
     game = _game(tmp_path, "parity " + "9" * 5000 + ";\n0 0 0 0;\n")
     assert main(["solve", str(game)]) == 1
     assert capsys.readouterr().err == (
-        f"grounded-decision: {game}:1: line 1: a number has 5000 digits; use at most 18\n"
+        f"grounded-decision: {game}:1: a number has 5000 digits; use at most 18\n"
     )
 
 
@@ -296,3 +296,125 @@ def test_examples_refuses_options_that_contradict_each_other(
         status = int(exit_.code or 0)
     assert status == 2
     assert message in capsys.readouterr().err
+
+
+IDS = 'parity 7;\nstart 7;\n7 2 0 3,5 "start";\n3 1 1 7;\n5 0 0 6;\n6 3 1 6,5 "end";\n'
+IDS_SOLUTION = "paritysol 4;\n3 0;\n5 1;\n6 1 6;\n7 0 3;\n"
+
+
+def test_check_accepts_a_right_solution_and_locates_a_wrong_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--check reads a paritysol file in the game's ids; a wrong pick is named in those ids."""
+    game = _game(tmp_path, IDS)
+    good, bad = tmp_path / "good.sol", tmp_path / "bad.sol"
+    good.write_text(IDS_SOLUTION, encoding="utf-8")
+    bad.write_text(IDS_SOLUTION.replace("7 0 3;", "7 0 5;"), encoding="utf-8")
+    assert main(["solve", str(game), "--check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: certificate: verified for {game} (4 vertices)\n"
+    assert main(["solve", str(game), "--check", str(bad)]) == 3
+    assert capsys.readouterr().out == (
+        f"{bad}: certificate: vertex 7 ('start'): its winner's pick 5 leaves the region\n"
+    )
+    assert main(["solve", str(game), "--check", str(bad), "--json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert (report["verified"], report["vertex"]) == (False, 7)
+
+
+def test_check_names_the_solution_file_and_line_of_a_format_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed solution is one line naming the solution file, exit 1."""
+    game, sol = _game(tmp_path, IDS), tmp_path / "x.sol"
+    sol.write_text(IDS_SOLUTION.replace("7 0 3;", "7 0 99;"), encoding="utf-8")
+    assert main(["solve", str(game), "--check", str(sol)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {sol}:5: vertex 7's strategy moves to 99, not a vertex; check it\n"
+    )
+
+
+def test_check_refuses_the_options_of_a_solve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--check solves nothing, so --verify (or a budget) beside it is a usage error."""
+    game, sol = _game(tmp_path, IDS), tmp_path / "s.sol"
+    sol.write_text(IDS_SOLUTION, encoding="utf-8")
+    assert main(["solve", str(game), "--check", str(sol), "--verify"]) == 2
+    assert "drop --verify" in capsys.readouterr().err
+
+
+def test_verify_names_vertices_by_the_file_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rejected --verify names the vertex and pick as the file does, not by index."""
+    import grounded_decision.cli as cli
+    from grounded_decision.statechart.parity import ParitySolution
+
+    def wrong(*_: object, **__: object) -> ParitySolution:
+        return ParitySolution((0, 1, 1, 0), (-1, -1, 2, 1), "zielonka", 0)
+
+    monkeypatch.setattr(cli, "solve_parity", wrong)
+    assert main(["solve", str(_game(tmp_path, IDS)), "--verify"]) == 3
+    out = capsys.readouterr().out
+    assert "certificate: vertex 7 ('start'): its winner's pick 5 leaves the region" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--steps", "gave up after more than 10 steps of work; raise --steps"),
+        ("--seconds", "gave up after 1e-09 s; raise --seconds"),
+    ],
+)
+def test_a_spent_budget_names_its_option(
+    option: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--steps and --seconds bound the solve; running out is exit 4 naming the option."""
+    lines = "".join(f"{v} {v} {v % 2} {(v + 1) % 300},{(v + 7) % 300};\n" for v in range(300))
+    game = _game(tmp_path, f"parity 299;\n{lines}")
+    value = "10" if option == "--steps" else "1e-9"
+    assert main(["solve", str(game), option, value]) == REFUSED
+    err = capsys.readouterr().err
+    assert (
+        err == f"grounded-decision: {game}: not solved: {message}, or leave it out for no budget\n"
+    )
+    assert main(["solve", str(game), "--steps", "10000000", "--seconds", "60"]) == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "x", "nan"])
+def test_budgets_must_be_positive(value: str, tmp_path: Path) -> None:
+    """A budget or size cap of 0, below 0 or not a number is a usage error."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", str(_game(tmp_path)), "--seconds", value])
+    assert exit_.value.code == 2
+
+
+def test_max_bytes_raises_the_input_cap_and_the_refusal_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A game past the cap is refused naming --max-bytes; with it the game is read."""
+    import grounded_decision.cli as cli
+
+    monkeypatch.setattr(cli, "MAX_INPUT_BYTES", 20)
+    game = _game(tmp_path, IDS)
+    assert main(["solve", str(game)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: cannot read {game}: larger than 20 bytes, the most read;"
+        " pass --max-bytes N to read up to N bytes\n"
+    )
+    assert main(["solve", str(game), "--max-bytes", "1000"]) == 0
+    assert "vertex 7 is won by Even" in capsys.readouterr().out
+
+
+def test_ctrl_c_is_one_line_and_exit_130(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted solve prints one line, no traceback, and exits 128 + SIGINT."""
+    import grounded_decision.cli as cli
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "solve_parity", interrupted)
+    assert main(["solve", str(_game(tmp_path))]) == INTERRUPTED == 130
+    assert capsys.readouterr().err == "grounded-decision: interrupted\n"

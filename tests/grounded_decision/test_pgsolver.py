@@ -192,7 +192,9 @@ def test_solve_reports_a_bad_file_with_its_line(
     path = tmp_path / "bad.pg"
     path.write_text("parity 1;\n0 0 7 0;\n", encoding="utf-8")
     assert main(["solve", str(path)]) == 1
-    assert "line 2: vertex 0 has owner 7" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {path}:2: vertex 0 has owner 7; use 0 (Even) or 1 (Odd)\n"
+    )
 
 
 def test_a_long_run_of_spaces_is_read_in_linear_time() -> None:
@@ -293,3 +295,34 @@ def test_a_solution_in_file_ids_names_them_in_errors(text: str, words: str) -> N
     """Errors name the file's ids, not the renumbered ones."""
     with pytest.raises(PgsolverFormatError, match=words):
         read_solution(text, 3, ids=(5, 10, 20))
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            "parity 1;\n0 1 0 1;\n1 2 1;\n",
+            3,
+            "vertex 1 has no successors; every vertex needs at least one move",
+        ),
+        ('parity 1;\n0 1 0 1;\n1 2 1 "end";\n', 3, "vertex 1 has no successors"),
+        ("parity 1;\n0 -1 0 1;\n1 2 1 0;\n", 2, "vertex 0: priority -1 is negative; write"),
+        ("parity 1;\n0 +1 0 1;\n1 2 1 0;\n", 2, "vertex 0: priority \\+1 has a \\+ sign"),
+        ("parity 1;\n0 1 -1 1;\n1 2 1 0;\n", 2, "vertex 0: owner -1 is negative"),
+        ("parity 1;\n0 1 0 +1;\n1 2 1 0;\n", 2, "the number \\+1 has a \\+ sign"),
+        ("parity -1;\n0 1 0 0;\n", 1, "the number -1 is negative"),
+    ],
+)
+def test_dead_ends_and_signs_get_their_own_message(text: str, line: int, message: str) -> None:
+    """A vertex without moves, or a signed number, is named as such, not 'cannot read'."""
+    with pytest.raises(PgsolverFormatError, match=f"^line {line}: {message}") as caught:
+        read_pgsolver(text)
+    assert caught.value.line == line
+
+
+def test_moves_into_one_vertex_share_their_edge() -> None:
+    """Every move into a vertex is the same edge tuple (one label per target, not per move),
+    so a large file is not held as a tuple and a string per edge."""
+    game = read_pgsolver("parity 2;\n0 0 0 2;\n1 0 0 2;\n2 0 0 2,0;\n")
+    assert game.edges[0][0] == (2, "to 2", 0.0)
+    assert game.edges[0][0] is game.edges[1][0] is game.edges[2][0]

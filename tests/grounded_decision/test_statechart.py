@@ -262,6 +262,19 @@ def test_to_mermaid_escapes_names_that_would_add_nodes() -> None:
     assert len(lines) == 4  # the header, two states, one arrow: nothing added
 
 
+@pytest.mark.parametrize(("acting", "words"), [(1, "1 proposes an action"), (2, "2 propose")])
+def test_the_shape_summary_counts_the_acting_states_in_good_english(
+    acting: int, words: str
+) -> None:
+    """One state that acts "proposes"; two or more "propose"."""
+    from grounded_decision.checks import shape_check
+
+    chart = Statechart("c").state("a", initial=True, action="page")
+    if acting == 2:
+        chart = chart.state("b", action="call").on("a", "next", "b")
+    assert shape_check(chart).summary.endswith(words + (" an action" if acting == 2 else ""))
+
+
 def test_outgoing_and_shape_check_of_a_large_chart_are_linear() -> None:
     """Twenty thousand states: the shape check once scanned every transition per state."""
     from grounded_decision.checks import shape_check
