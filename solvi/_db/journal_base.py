@@ -326,6 +326,18 @@ def items_of(statements: Iterable[Any]) -> tuple[list[str], list[Item]] | None:
     return list(ids), items
 
 
+def request_ids_of(unit: Iterable[Any]) -> set[str]:
+    """The requests a unit's opens, entry rows and closes name (its store plans name
+    none of their own: they come with their request's close)."""
+    ids: set[str] = set()
+    for statement in unit:
+        if type(statement) is tuple:
+            tag = _TAG_OF.get(statement[0])
+            if tag is not None:
+                ids.add(statement[1][_ID_AT[tag]])
+    return ids
+
+
 def rows_of(request_id: str, items: Iterable[Sequence[Any]]) -> list[Statement]:
     """One request's items, as its `JournalWriter` makes them, as statements (with
     the entry checksums); nothing is checked: see `statements_of` for items read

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import os
+import select
 import socket
 import time
 import uuid
@@ -30,6 +31,7 @@ from solvi._db.journal_base import (
     Unit,
     drive_unit,
     newer_schema,
+    request_ids_of,
 )
 from solvi._db.postgres_store import describe_dsn, pg_execute, reaching
 from solvi._db.store_plans import POSTGRES, drive
@@ -137,6 +139,10 @@ class PostgresJournal(Journal):
         with self._reaching():
             self._holder = self._connect()
             self._holder.execute("SELECT pg_advisory_lock(%s)", (_owner_key(self.owner),))
+        #: requests running here that another process took over (see `_fence`)
+        self._taken: set[str] = set()
+        #: whether `_holder`'s session holds this owner's lock
+        self._holds_lock = True
         #: the writer thread's own connection
         self._writer_conn: Any = None
         self._pool = ConnectionPool(
@@ -164,7 +170,72 @@ class PostgresJournal(Journal):
 
     def _write(self, units: list[Unit]) -> None:
         with self._reaching():
+            taken = self._fence()
+            if taken:
+                lost = sorted(set().union(*map(request_ids_of, units)) & taken)
+                if lost:
+                    msg = (
+                        f"request {lost[0]!r} is no longer this process's: it lost its "
+                        f"session with PostgreSQL journal {self._where}, and another process "
+                        f"took the request over meanwhile (recover()); it is finished there"
+                    )
+                    raise JournalError(msg)
             self._write_units(units)
+
+    def _fence(self) -> set[str]:
+        """The requests of this process that others took over while its owner lock was
+        lost (a server restarted, a session ended), after taking the lock again.
+
+        The lock is the owner's session: once it ends, other processes see the owner
+        dead and may claim its requests. Before each commit the writer looks whether
+        the session has ended (a poll of its socket, no round trip); if so it takes
+        the lock again in a new session and asks which of the requests running here
+        now have another owner. Their commits are refused from then on, so none of
+        their steps runs here after another process has resumed them.
+        """
+        if self._holder_alive():
+            if self._holds_lock:
+                return self._taken
+        else:
+            with contextlib.suppress(Exception):
+                self._holder.close()
+            self._holder = self._connect()
+            self._holds_lock = False
+        row = self._holder.execute(
+            "SELECT pg_try_advisory_lock(%s)", (_owner_key(self.owner),)
+        ).fetchone()
+        if not (row and row[0]):
+            # The server still counts the ended session as holding the lock, so others
+            # still see this owner alive; the lock is tried again before the next commit.
+            return self._taken
+        self._holds_lock = True
+        running = sorted(self.active)
+        if running:
+            rows = self._holder.execute(
+                "SELECT request_id FROM journal_requests WHERE request_id = ANY(%s) "
+                "AND owner <> %s",
+                (running, self.owner),
+            ).fetchall()
+            self._taken.update(str(row[0]) for row in rows)
+        return self._taken
+
+    def _holder_alive(self) -> bool:
+        """Whether the session holding this owner's lock still runs: the server sends a
+        session it ends a last message, so a socket with something to read is asked."""
+        holder = self._holder
+        if holder.closed or holder.broken:
+            return False
+        try:
+            readable, _, _ = select.select([holder.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        if not readable:
+            return True
+        try:
+            holder.execute("SELECT 1")
+        except Exception:
+            return False
+        return True
 
     def _write_units(self, units: list[Unit]) -> None:
         conn = self._writer_conn
@@ -208,7 +279,8 @@ class PostgresJournal(Journal):
     def owner_alive(self, owner: str) -> bool:
         """Whether `owner`'s advisory lock is still held by a live session."""
         if owner == self.owner:
-            return not self._holder.closed
+            # Alive while open: a lost lock is taken again before the next commit.
+            return not self._pool.closed
         key = _owner_key(owner)
         with self._reaching(), self._pool.connection() as conn:
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()

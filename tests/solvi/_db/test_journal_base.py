@@ -104,3 +104,21 @@ def test_drive_unit_runs_statements_and_plans_in_order() -> None:
         lambda plan: done.append(plan),
     )
     assert done == [("SQL 1", (1,)), "plan", ("SQL 2", ())]
+
+
+def test_request_ids_of_names_the_requests_of_a_units_statements() -> None:
+    """Opens, entry rows and closes name their requests; a store plan names none."""
+    from solvi._db.journal_base import (
+        CLOSE_REQUEST,
+        INSERT_ENTRY,
+        OPEN_REQUEST,
+        request_ids_of,
+    )
+
+    unit = (
+        (OPEN_REQUEST, ("r1", "me", "c", "v", "h", "{}", "[]", 1, 1.0)),
+        (INSERT_ENTRY, ("r2", "started", 0, "p", None, None, None, None, 1.5, "0")),
+        (CLOSE_REQUEST, (2.0, "hash", "answered", "r3")),
+        lambda: None,  # a store plan
+    )
+    assert request_ids_of(unit) == {"r1", "r2", "r3"}

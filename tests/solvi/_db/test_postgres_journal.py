@@ -117,3 +117,57 @@ def test_a_server_that_went_away_is_a_journal_error(tmp_path: Path) -> None:
         finally:
             with contextlib.suppress(Exception):
                 journal.close()
+
+
+def _opened(journal: PostgresJournal, request_id: str) -> None:
+    journal.open(
+        request_id,
+        catalog="c",
+        catalog_version="v",
+        state_json="{}",
+        plan=("a", "b"),
+        early_exit=True,
+    )
+    journal.running_here(request_id)
+
+
+@pytest.mark.skipif(POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL")
+def test_an_owner_whose_lock_was_lost_writes_nothing_more_for_requests_taken_over(
+    tmp_path: Path,
+) -> None:
+    """The owner's sessions end (a server restart): another process sees it dead and
+    takes one of its running requests over. The first owner takes its lock again
+    before its next commit, and refuses every further commit of the request taken,
+    so none of its steps can start there twice; its other requests go on, and it is
+    seen alive again."""
+    import psycopg
+
+    with backend("postgresql", tmp_path) as db:
+        name = f"cut_{uuid.uuid4().hex[:8]}"
+        first = PostgresJournal(f"{db.spec}&application_name={name}")
+        second = PostgresJournal(db.spec)
+        try:
+            _opened(first, "taken")
+            _opened(first, "kept")
+            first.started("taken", 0, "a")
+            with psycopg.connect(db.spec, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (name,),
+                )
+            assert not second.owner_alive(first.owner)
+            assert second.claim("taken")
+            with contextlib.suppress(JournalError):  # its pool's dead sessions go first
+                first.started("kept", 0, "a")
+            with pytest.raises(JournalError, match="'taken' is no longer this process's"):
+                first.started("taken", 1, "b")
+            first.started("kept", 1, "b")
+            assert second.owner_alive(first.owner)
+            assert not second.claim("kept")
+            parts = [e.part for e in second.load("taken").entries if e.kind == "started"]
+            assert parts == ["a"]
+        finally:
+            for journal in (first, second):
+                with contextlib.suppress(Exception):
+                    journal.close()
