@@ -74,3 +74,28 @@ def backend(kind: str, tmp_path: Path) -> Iterator[Backend]:
     finally:
         with psycopg.connect(POSTGRES_DSN, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+#: the smallest record a store keeps
+SAMPLE_RECORD = {
+    "catalog": "c",
+    "catalog_version": "v",
+    "hash": "h",
+    "answers": {"q": {"status": "decided", "value": 1}},
+    "safeguards": [],
+}
+
+needs_postgres = pytest.mark.skipif(
+    POSTGRES_DSN is None, reason=f"set {DSN_VARIABLE} to test PostgreSQL"
+)
+
+
+def end_sessions(dsn: str, application_name: str) -> None:
+    """End every session of `application_name` on the server, as a restart would."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (application_name,),
+        )

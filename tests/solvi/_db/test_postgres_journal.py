@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import POSTGRES_DSN, backend
+from stores import backend, end_sessions, needs_postgres
 
 from solvi._db.journal_base import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST, JournalError
 from solvi._db.postgres_journal import (
@@ -69,56 +69,6 @@ def test_an_owners_lock_key_is_a_stable_signed_64_bit_number() -> None:
     assert -(2**63) <= key < 2**63
 
 
-@pytest.mark.skipif(POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL")
-def test_a_server_that_went_away_is_a_journal_error(tmp_path: Path) -> None:
-    """Sessions ended under the journal (a server restart, a cut network) make its
-    commits and reads raise a JournalError naming the database and what to do, not a
-    raw psycopg error."""
-    import psycopg
-
-    with backend("postgresql", tmp_path) as db:
-        name = f"cut_{uuid.uuid4().hex[:8]}"
-        journal = PostgresJournal(f"{db.spec}&application_name={name}")
-        try:
-            journal.commit(
-                (
-                    journal.open_statement(
-                        "r1",
-                        catalog="c",
-                        catalog_version="v",
-                        state_json="{}",
-                        plan=("a",),
-                        early_exit=True,
-                    ),
-                )
-            )
-            assert [rj.request_id for rj in journal.unfinished()] == ["r1"]
-            with psycopg.connect(db.spec, autocommit=True) as admin:
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = %s",
-                    (name,),
-                )
-            with pytest.raises(JournalError, match="could not be reached or written"):
-                list(journal.unfinished())
-            with pytest.raises(JournalError, match="could not be reached or written"):
-                journal.commit(
-                    (
-                        journal.open_statement(
-                            "r2",
-                            catalog="c",
-                            catalog_version="v",
-                            state_json="{}",
-                            plan=("a",),
-                            early_exit=True,
-                        ),
-                    )
-                )
-        finally:
-            with contextlib.suppress(Exception):
-                journal.close()
-
-
 def _opened(journal: PostgresJournal, request_id: str) -> None:
     journal.open(
         request_id,
@@ -131,7 +81,28 @@ def _opened(journal: PostgresJournal, request_id: str) -> None:
     journal.running_here(request_id)
 
 
-@pytest.mark.skipif(POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL")
+@needs_postgres
+def test_a_server_that_went_away_is_a_journal_error(tmp_path: Path) -> None:
+    """Sessions ended under the journal (a server restart, a cut network) make its
+    commits and reads raise a JournalError naming the database and what to do, not a
+    raw psycopg error."""
+    with backend("postgresql", tmp_path) as db:
+        name = f"cut_{uuid.uuid4().hex[:8]}"
+        journal = PostgresJournal(f"{db.spec}&application_name={name}")
+        try:
+            _opened(journal, "r1")
+            assert [rj.request_id for rj in journal.unfinished()] == ["r1"]
+            end_sessions(db.spec, name)
+            with pytest.raises(JournalError, match="could not be reached or written"):
+                list(journal.unfinished())
+            with pytest.raises(JournalError, match="could not be reached or written"):
+                _opened(journal, "r2")
+        finally:
+            with contextlib.suppress(Exception):
+                journal.close()
+
+
+@needs_postgres
 def test_an_owner_whose_lock_was_lost_writes_nothing_more_for_requests_taken_over(
     tmp_path: Path,
 ) -> None:
@@ -140,8 +111,6 @@ def test_an_owner_whose_lock_was_lost_writes_nothing_more_for_requests_taken_ove
     before its next commit, and refuses every further commit of the request taken,
     so none of its steps can start there twice; its other requests go on, and it is
     seen alive again."""
-    import psycopg
-
     with backend("postgresql", tmp_path) as db:
         name = f"cut_{uuid.uuid4().hex[:8]}"
         first = PostgresJournal(f"{db.spec}&application_name={name}")
@@ -150,12 +119,7 @@ def test_an_owner_whose_lock_was_lost_writes_nothing_more_for_requests_taken_ove
             _opened(first, "taken")
             _opened(first, "kept")
             first.started("taken", 0, "a")
-            with psycopg.connect(db.spec, autocommit=True) as admin:
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = %s",
-                    (name,),
-                )
+            end_sessions(db.spec, name)
             assert not second.owner_alive(first.owner)
             assert second.claim("taken")
             with contextlib.suppress(JournalError):  # its pool's dead sessions go first

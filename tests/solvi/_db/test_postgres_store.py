@@ -10,22 +10,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from stores import POSTGRES_DSN, backend
+from stores import SAMPLE_RECORD as RECORD
+from stores import backend, end_sessions, needs_postgres
 
 from solvi._db.postgres_store import PostgresStore, describe_dsn
 from solvi.errors import StoreError
 
-needs_postgres = pytest.mark.skipif(
-    POSTGRES_DSN is None, reason="set SOLVI_TEST_POSTGRES_DSN to test PostgreSQL"
-)
 MAX_SIZE = 3
-RECORD = {
-    "catalog": "c",
-    "catalog_version": "v",
-    "hash": "h",
-    "answers": {"q": {"status": "decided", "value": 1}},
-    "safeguards": [],
-}
 
 
 @pytest.mark.parametrize(
@@ -45,17 +36,6 @@ def test_a_dsn_is_named_by_host_port_and_database(dsn: str, described: str) -> N
     assert "secret" not in describe_dsn(dsn)
 
 
-def _cut_off(dsn: str, name: str) -> None:
-    """End every session of `name` on the server, as a restart of the server would."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (name,),
-        )
-
-
 @needs_postgres
 def test_a_server_that_went_away_is_a_store_error_and_the_store_recovers(
     tmp_path: Path,
@@ -68,7 +48,7 @@ def test_a_server_that_went_away_is_a_store_error_and_the_store_recovers(
         store = PostgresStore(f"{db.spec}&application_name={name}", max_size=MAX_SIZE)
         try:
             store.save_response(RECORD, request_id="r1")
-            _cut_off(db.spec, name)
+            end_sessions(db.spec, name)
             with pytest.raises(StoreError, match=r"could not be reached or written: .*try again"):
                 store.save_response(RECORD, request_id="r2")
             # Each call drops one dead session of the pool: within its size, one works.
@@ -95,7 +75,7 @@ def test_a_server_that_went_away_is_a_store_error_under_async_calls(tmp_path: Pa
         async def scenario() -> None:
             try:
                 await store.asave_response(RECORD, request_id="r1")
-                _cut_off(db.spec, name)
+                end_sessions(db.spec, name)
                 with pytest.raises(StoreError, match="could not be reached or written"):
                     await store.aget_record("r1")
                 for _ in range(MAX_SIZE):  # each call drops one dead session of the pool

@@ -10,18 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from stores import SAMPLE_RECORD as RECORD
 
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi.errors import StoreError
 
 FIX = "give the path of a store a System wrote (System(store=...))"
-RECORD = {
-    "catalog": "c",
-    "catalog_version": "v",
-    "hash": "h",
-    "answers": {"q": {"status": "decided", "value": 1}},
-    "safeguards": [],
-}
 
 
 def test_a_saved_response_is_read_back_and_counted_in_the_audit_head(tmp_path: Path) -> None:
