@@ -327,15 +327,10 @@ def items_of(statements: Iterable[Any]) -> tuple[list[str], list[Item]] | None:
 
 
 def request_ids_of(unit: Iterable[Any]) -> set[str]:
-    """The requests a unit's opens, entry rows and closes name (its store plans name
-    none of their own: they come with their request's close)."""
-    ids: set[str] = set()
-    for statement in unit:
-        if type(statement) is tuple:
-            tag = _TAG_OF.get(statement[0])
-            if tag is not None:
-                ids.add(statement[1][_ID_AT[tag]])
-    return ids
+    """The requests a unit's opens, entry rows and closes name (a store plan comes
+    with its request's close)."""
+    tags = ((s, _TAG_OF.get(s[0])) for s in unit if type(s) is tuple)
+    return {s[1][_ID_AT[tag]] for s, tag in tags if tag is not None}
 
 
 def rows_of(request_id: str, items: Iterable[Sequence[Any]]) -> list[Statement]:
