@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from solvi.catalog import Catalog
-from solvi.errors import CatalogError, PlanError, SolviError
+from solvi.errors import CatalogError, PlanError, SolviError, _described
 from solvi.system import System
 
 __all__ = [
@@ -226,7 +226,7 @@ def _load_module(target: str, module_text: str) -> ModuleType:
         where = _raised_at(exc, module_text, is_file=is_file)
         run = f"python {module_text}" if is_file else f"python -c 'import {module_text}'"
         msg = (
-            f"importing module {module_text!r} failed{where}: {type(exc).__name__}: {exc}; "
+            f"importing module {module_text!r} failed{where}: {_described(exc)}; "
             f"fix the module so that `{run}` works"
         )
         raise TargetError(msg, target=target) from exc
@@ -304,7 +304,7 @@ def _call_factory(target: str, factory: Any) -> Any:
         return factory()
     except (Exception, SystemExit) as exc:
         msg = (
-            f"calling {target} raised {type(exc).__name__}: {exc}; fix it so that it returns "
+            f"calling {target} raised {_described(exc)}; fix it so that it returns "
             f"a System or a Catalog"
         )
         raise TargetError(msg, target=target) from exc

@@ -15,6 +15,7 @@ import anyio
 import attrs
 
 from solvi.compose import Askable, Result
+from solvi.errors import _message
 
 __all__ = ["Failed", "aask_many", "ask_many"]
 
@@ -42,7 +43,7 @@ class Failed:
     @classmethod
     def of(cls, index: int, error: Exception) -> Failed:
         """The Failed item for an exception raised by item `index`."""
-        return cls(index, type(error).__name__, str(error), error)
+        return cls(index, type(error).__name__, _message(error), error)
 
 
 def _check_limit(name: str, value: Any) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import math
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -13,7 +12,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import attrs
 
-from solvi.errors import CatalogError
+from solvi.errors import CatalogError, _finite
 
 __all__ = ["Catalog", "Part", "PartKind", "inputs_of"]
 
@@ -519,23 +518,13 @@ class Catalog:
                 msg,
                 part=name,
             )
-        if cost is not None and (
-            isinstance(cost, bool)
-            or not isinstance(cost, int | float)
-            or not math.isfinite(cost)
-            or cost < 0
-        ):
+        if cost is not None and (not _finite(cost) or cost < 0):
             msg = f"part {name!r}: cost= must be a finite number of ms >= 0, got {cost!r}"
             raise CatalogError(
                 msg,
                 part=name,
             )
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
+        if timeout is not None and (not _finite(timeout) or timeout <= 0):
             msg = f"part {name!r}: timeout= must be a positive number of seconds, got {timeout!r}"
             raise CatalogError(
                 msg,

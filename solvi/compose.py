@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 import anyio
 import attrs
 
-from solvi.errors import RouteError
+from solvi.errors import RouteError, _alone
 from solvi.question import Question
 from solvi.record import canonical_json, record_hash, to_record_value
 from solvi.response import Answer, answer_of
@@ -223,13 +223,6 @@ def _check_state(kind: str, state: Any) -> None:
 
 def _tagged(label: str, answer: Answer) -> Answer:
     return attrs.evolve(answer, reason=f"{label}: {answer.reason}")
-
-
-def _unwrap(group: BaseExceptionGroup[Any]) -> BaseException:
-    """A task group's single failure as itself, so `aask` raises what `ask` raises."""
-    if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
-        return group.exceptions[0]
-    return group
 
 
 # -- Cascade ------------------------------------------------------------------
@@ -488,7 +481,7 @@ class Vote:
                 for i in range(len(self.systems)):
                     tg.start_soon(one, i)
         except BaseExceptionGroup as group:
-            raise _unwrap(group) from None
+            raise _alone(group) from None
         return self._tally([r for r in responses if r is not None])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -120,3 +121,33 @@ def _closest(name: str, known: Iterable[str], *, cutoff: float = 0.6) -> str:
     if not matches:
         return ""
     return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
+
+
+def _finite(value: object) -> bool:
+    """A real number a float can hold: no boolean, NaN, infinity or integer past 1.8e308.
+
+    `math.isfinite` raises OverflowError on such an integer instead of saying no.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return abs(value) <= sys.float_info.max  # False for NaN too
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message, even when its `__str__` raises (a failing part's
+    error must still be recorded, and the request still answered)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<no message: its __str__ raised>"
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message``, for a Cause or a warning."""
+    return f"{type(exc).__name__}: {_message(exc)}"
+
+
+def _alone(group: BaseExceptionGroup[Any]) -> BaseException:
+    """A task group's single failure as itself, so the async way raises what the sync
+    way raises (a part's SystemExit included), not a group of one."""
+    return group.exceptions[0] if len(group.exceptions) == 1 else group

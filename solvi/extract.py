@@ -41,7 +41,7 @@ from solvi._run.steps import call_sync, cause_of, current_loop, effective_timeou
 from solvi._run.threads import ThreadSlots
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
-from solvi.errors import PlanError, RecordError
+from solvi.errors import PlanError, RecordError, _alone
 from solvi.inputs import as_state
 from solvi.record import canonical_json, json_problem, shortened, to_record_value
 from solvi.response import Answer, Response, Safeguard
@@ -456,9 +456,12 @@ class TextReader:
             finally:
                 finished[i].set()
 
-        async with anyio.create_task_group() as tg:
-            for i in range(len(self.extracts)):
-                tg.start_soon(one, i)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i in range(len(self.extracts)):
+                    tg.start_soon(one, i)
+        except BaseExceptionGroup as group:
+            raise _alone(group) from None
         return [r for r in results if r is not None]
 
     def request(

@@ -34,7 +34,7 @@ import attrs
 from solvi._run.scheduler import A_END, A_FACT, A_START, OK, Run
 from solvi._run.steps import Program, compile_flow
 from solvi._run.sync import run_sequential
-from solvi.errors import PlanError, SolviError, _closest
+from solvi.errors import PlanError, SolviError, _closest, _finite
 from solvi.flow import Flow
 from solvi.inputs import as_state
 from solvi.mistakes import SolviWarning
@@ -247,12 +247,7 @@ def _labels(labels: Iterable[Any], n: int) -> tuple[list[Label], tuple[Label, ..
 def _budget(budget_ms: float | None) -> float | None:
     if budget_ms is None:
         return None
-    if (
-        isinstance(budget_ms, bool)
-        or not isinstance(budget_ms, int | float)
-        or not math.isfinite(budget_ms)
-        or budget_ms < 0
-    ):
+    if not _finite(budget_ms) or budget_ms < 0:
         msg = f"fit: budget_ms must be a number of milliseconds, 0 or more, got {budget_ms!r}"
         raise ValueError(msg)
     return float(budget_ms)

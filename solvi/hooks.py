@@ -24,6 +24,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
+from solvi.errors import _described
+
 __all__ = [
     "Hook",
     "HookTable",
@@ -94,8 +96,7 @@ def _guarded(method: Callable[[Any], None], hook: object, name: str) -> Callable
             method(event)
         except Exception as exc:
             warnings.warn(
-                f"hook {type(hook).__name__}.{name} raised {type(exc).__name__}: {exc}; the "
-                f"request goes on",
+                f"hook {type(hook).__name__}.{name} raised {_described(exc)}; the request goes on",
                 RuntimeWarning,
                 stacklevel=2,
             )

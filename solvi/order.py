@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
-from solvi.errors import CheckpointError
+from solvi.errors import CheckpointError, _finite
 from solvi.record import canonical_json
 
 __all__ = [
@@ -64,10 +64,8 @@ class OrderPolicy(Protocol):
 def _flatten(prefix: str, value: Any, out: Row, depth: int) -> None:
     if isinstance(value, bool):
         out[prefix] = 1.0 if value else 0.0
-    elif isinstance(value, int | float):
-        number = float(value)
-        if math.isfinite(number):
-            out[prefix] = number
+    elif _finite(value):
+        out[prefix] = float(value)
     elif isinstance(value, str):
         out[f"{prefix}={value}"] = 1.0
     elif isinstance(value, Mapping) and depth == 0:
@@ -192,12 +190,17 @@ class FastHead:
         return {"weights": self.weights, "bias": self.bias, "scale": self.scale}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FastHead:
-        """The inverse of `to_dict`."""
+    def from_dict(cls, data: Any, *, source: str = "order model") -> FastHead:
+        """The inverse of `to_dict`, checking every field.
+
+        Raises:
+            CheckpointError: the data is not a head's (the message names the field).
+        """
+        d = _fields(data, ("bias", "scale", "weights"), f"{source}: head", source)
         head = cls()
-        head.weights = dict(data["weights"])
-        head.bias = float(data["bias"])
-        head.scale = dict(data["scale"])
+        head.weights = _columns(d["weights"], f"{source}: head.weights", source)
+        head.bias = _number(d["bias"], f"{source}: head.bias", source)
+        head.scale = _columns(d["scale"], f"{source}: head.scale", source)
         return head
 
 
@@ -288,15 +291,37 @@ class OrderModel:
             )
 
     @classmethod
-    def from_json(cls, text: str) -> OrderModel:
-        """The inverse of `to_json` (recent rows are not kept)."""
-        data = json.loads(text)
-        model = cls(data["features"], refit=data["refit"])
-        for name, entry in data["checks"].items():
+    def from_json(cls, data: bytes | str, *, source: str = "order model") -> OrderModel:
+        """The inverse of `to_json` (recent rows are not kept), checking all of it.
+
+        Raises:
+            CheckpointError: the text is not a model `to_json` wrote; the message
+                says where and why.
+        """
+        d = _fields(
+            _parsed(data, source, "an order model"), ("checks", "features", "refit"), source, source
+        )
+        features = [
+            _text(f, f"{source}: features[]", source)
+            for f in _list(d["features"], f"{source}: features", source)
+        ]
+        refit = _count(d["refit"], f"{source}: refit", source)
+        if refit == 0:
+            _refuse(f"{source}: refit must be 1 or more", refit, source)
+        model = cls(features, refit=refit)
+        checks = d["checks"]
+        if not isinstance(checks, dict):
+            _refuse(f"{source}: checks must be a JSON object", type(checks).__name__, source)
+        for name, entry in checks.items():
+            where = f"{source}: check {name!r}"
+            e = _fields(entry, ("fails", "head", "total"), where, source)
             m = _CheckModel(model.window)
-            m.fails, m.total = entry["fails"], entry["total"]
-            if entry["head"] is not None:
-                m.head = FastHead.from_dict(entry["head"])
+            m.fails = _count(e["fails"], f"{where}.fails", source)
+            m.total = _count(e["total"], f"{where}.total", source)
+            if m.fails > m.total:
+                _refuse(f"{where}.fails must be at most its total {m.total}", m.fails, source)
+            if e["head"] is not None:
+                m.head = FastHead.from_dict(e["head"], source=where)
             model._checks[name] = m
         return model
 
@@ -404,9 +429,12 @@ def fit_scores(
     for column, count in seen.items():
         if count == n:
             m = sums[column] / n
-            sd = math.sqrt(sum((row[column] - m) ** 2 for row in rows) / n)
-            if sd > 0.0:
+            # a product, not a power: an overflow gives inf, which the peak then scales
+            sd = math.sqrt(sum((row[column] - m) * (row[column] - m) for row in rows) / n)
+            if math.isfinite(sd) and sd > 0.0:
                 units[column] = (m, sd)
+            elif not math.isfinite(sd):
+                units[column] = (0.0, peak[column])
         elif peak[column] > 0.0:
             units[column] = (0.0, peak[column])
     order = list(range(n))
@@ -560,7 +588,7 @@ def _refuse(what: str, got: Any, source: str) -> NoReturn:
     shown = repr(got)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    msg = f"{what}, got {shown}; write checkpoints with system.save_heads(path)"
+    msg = f"{what}, got {shown}"
     raise CheckpointError(msg, source=source)
 
 
@@ -599,9 +627,15 @@ def _text(value: Any, where: str, source: str) -> str:
 
 
 def _number(value: Any, where: str, source: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not _finite(value):
         _refuse(f"{where} must be a finite number", value, source)
     return float(value)
+
+
+def _columns(value: Any, where: str, source: str) -> dict[str, float]:
+    if not isinstance(value, dict):
+        _refuse(f"{where} must be a JSON object", type(value).__name__, source)
+    return {column: _number(v, f"{where}[{column!r}]", source) for column, v in value.items()}
 
 
 def _count(value: Any, where: str, source: str) -> int:
@@ -674,6 +708,20 @@ def _no_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+def _parsed(data: bytes | str, source: str, kind: str) -> Any:
+    """JSON data only (no NaN, no field twice), from at most `MAX_CHECKPOINT_BYTES`."""
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        _refuse(
+            f"{source}: {kind} must be at most {MAX_CHECKPOINT_BYTES} bytes", "a larger one", source
+        )
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        msg = f"{source} is not {kind}: not JSON text ({type(exc).__name__}: {str(exc)[:120]})"
+        raise CheckpointError(msg, source=source) from None
+
+
 def read_checkpoint(data: bytes | str, *, source: str = "checkpoint") -> Checkpoint:
     """Read a checkpoint written by `checkpoint_text`, checking all of it.
 
@@ -685,21 +733,14 @@ def read_checkpoint(data: bytes | str, *, source: str = "checkpoint") -> Checkpo
     Raises:
         CheckpointError: the checkpoint is refused; the message says where and why.
     """
-    if len(data) > MAX_CHECKPOINT_BYTES:
-        _refuse(
-            f"{source}: a checkpoint must be at most {MAX_CHECKPOINT_BYTES} bytes",
-            "a larger one",
-            source,
-        )
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        parsed = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        msg = (
-            f"{source} is not a heads checkpoint: not JSON text ({type(exc).__name__}: "
-            f"{str(exc)[:120]}); write checkpoints with system.save_heads(path)"
-        )
+        return _checkpoint(_parsed(data, source, "a heads checkpoint"), source)
+    except CheckpointError as exc:
+        msg = f"{exc}; write checkpoints with system.save_heads(path)"
         raise CheckpointError(msg, source=source) from None
+
+
+def _checkpoint(parsed: Any, source: str) -> Checkpoint:
     d = _fields(parsed, _CHECKPOINT_FIELDS, source, source)
     if d["format"] != CHECKPOINT_FORMAT:
         _refuse(f"{source}: format must be {CHECKPOINT_FORMAT!r}", d["format"], source)

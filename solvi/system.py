@@ -33,7 +33,7 @@ from solvi._run.threads import LoopSlots
 from solvi._uncancelled import in_thread_through, in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
-from solvi.errors import PlanError, SolviError
+from solvi.errors import CheckpointError, PlanError, SolviError, _described
 from solvi.flow import Flow
 from solvi.hooks import HookTable, StructlogHook
 from solvi.inputs import RequestGuard, as_state, check_request_value
@@ -63,6 +63,16 @@ MAX_REQUEST_TABLES = 64
 def _raise_if(error: BaseException | None) -> None:
     if error is not None:
         raise error
+
+
+def _stored_order(saved: bytes, source: str) -> OrderModel:
+    """The learned order a store kept, or a fresh one when the row was changed."""
+    try:
+        return OrderModel.from_json(saved, source=f"{source}: order model")
+    except CheckpointError as exc:
+        msg = f"stored order model not used, it is learned again from the next requests: {exc}"
+        warnings.warn(msg, SolviWarning, stacklevel=3)
+        return OrderModel()
 
 
 def _as_question(question: object) -> Question:
@@ -251,7 +261,7 @@ class System:
             self.cost_book.restore(self.store.load_costs(self.name))
             saved = self.store.load_blob(self.name, ORDER_BLOB)
             if saved is not None:
-                self.order_model = OrderModel.from_json(saved.decode())
+                self.order_model = _stored_order(saved, f"store {self.store}")
         self.heads = heads.attach_heads(self)  # trained heads by question, see `fit`
 
     # -- the settings, read-only ---------------------------------------------
@@ -643,7 +653,7 @@ class System:
         except Exception as failure:
             warnings.warn(
                 f"cancelled request {run.request_id!r} could not be closed in the journal "
-                f"({type(failure).__name__}: {failure}); recover() will list it once this "
+                f"({_described(failure)}); recover() will list it once this "
                 f"process has stopped",
                 RuntimeWarning,
                 stacklevel=3,

@@ -39,7 +39,7 @@ from solvi._run.steps import (
 )
 from solvi._run.threads import ThreadSlots
 from solvi.costs import CostBook
-from solvi.errors import RequestIdTaken
+from solvi.errors import RequestIdTaken, _alone
 
 __all__ = ["call_part", "run_async", "run_node_async"]
 
@@ -382,6 +382,4 @@ async def run_async(
             ):
                 await driver.drive(drive)
     except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
+        raise _alone(group) from None

@@ -27,7 +27,7 @@ from solvi._run.steps import (
     check_verdict,
     waiting_counts,
 )
-from solvi.errors import RequestIdTaken
+from solvi.errors import RequestIdTaken, _described
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
 from solvi.order import OrderModel, OrderPolicy
 from solvi.question import Fail
@@ -387,7 +387,7 @@ class Run:
             try:
                 self.journal.settled(node.index, part.name, value, cause)
             except Exception as exc:
-                message = f"{NOT_JOURNALED}{type(exc).__name__}: {exc}"
+                message = NOT_JOURNALED + _described(exc)
                 cause = Cause("error", part.name, node.fact, message)
                 # Keep the journal in step with the record: the call failed. If even
                 # that cannot be written, the cause above already records it.
@@ -657,7 +657,7 @@ def release(waiting: dict[int, int], dependents: tuple[int, ...]) -> list[int]:
 
 def journal_refused(part: str, fact: str, exc: Exception) -> Cause:
     """The Cause of a call that did not start because its start could not be journaled."""
-    return Cause("error", part, fact, f"{NOT_STARTED}{type(exc).__name__}: {exc}")
+    return Cause("error", part, fact, NOT_STARTED + _described(exc))
 
 
 #: The smallest evaluation cost a score divides by, in ms.

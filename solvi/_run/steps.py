@@ -18,6 +18,7 @@ import anyio
 import attrs
 
 from solvi.catalog import Part
+from solvi.errors import _described
 from solvi.flow import Flow
 from solvi.question import UNSET, Fail
 from solvi.record import NO_JSON_FORM
@@ -82,7 +83,7 @@ def check_verdict(value: Any) -> tuple[bool | Fail | None, str | None]:
     try:
         return bool(value), None
     except Exception as exc:
-        return None, f"{NO_VERDICT}{type(exc).__name__}: {exc}"
+        return None, NO_VERDICT + _described(exc)
 
 
 def effective_timeout(part: Part, request_timeout: float | None) -> float | None:
@@ -493,4 +494,4 @@ def cause_of(exc: BaseException, part_name: str, fact: str) -> Cause:
         return Cause("timeout", part_name, fact, str(exc))
     if isinstance(exc, PartRaised):
         exc = exc.raised
-    return Cause("error", part_name, fact, f"{type(exc).__name__}: {exc}")
+    return Cause("error", part_name, fact, _described(exc))

@@ -100,7 +100,9 @@ def test_star_args_and_keyword_only_parameters_are_rejected() -> None:
     [
         ({"cost": -1}, "cost= must be"),
         ({"cost": float("nan")}, "cost= must be"),
+        ({"cost": 10**400}, "cost= must be a finite number"),
         ({"timeout": 0}, "timeout= must be"),
+        ({"timeout": -(10**400)}, "timeout= must be a positive number"),
         ({"provides": "not a name"}, "provides= must be"),
     ],
 )

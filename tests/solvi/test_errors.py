@@ -3,12 +3,14 @@ the fix, it keeps the structured field, and a builtin `except` catches it too.""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
 
@@ -25,7 +27,15 @@ from solvi import (
     SolviError,
     System,
 )
-from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError, _closest
+from solvi.errors import (
+    DuplicateRequestError,
+    MissingRecordError,
+    StoreError,
+    _closest,
+    _described,
+    _finite,
+    _message,
+)
 from solvi.order import read_checkpoint
 from solvi.record import to_record_value
 from solvi.storage import open_store
@@ -183,3 +193,65 @@ def test_a_solvi_error_names_the_call_and_the_setting_it_needs() -> None:
 def test_closest_names_only_likely_matches(name: str, known: list[str], hint: str) -> None:
     """The hint lists up to three names close enough to be a typo, best first."""
     assert _closest(name, known) == hint
+
+
+@pytest.mark.parametrize(
+    ("value", "finite"),
+    [
+        (0, True),
+        (-(10**300), True),
+        (1.5e308, True),
+        (10**400, False),
+        (-(10**400), False),
+        (math.nan, False),
+        (math.inf, False),
+        (True, False),
+        ("1", False),
+        (None, False),
+    ],
+)
+def test_finite_says_no_where_math_isfinite_raises(value: object, finite: bool) -> None:
+    """Integers past float range are not finite numbers, and asking does not overflow."""
+    assert _finite(value) is finite
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_a_part_error_whose_message_raises_is_still_recorded(tmp_path: Path) -> None:
+    """An exception whose `__str__` raises is recorded like any other, by every way of
+    asking, and the journal closes the request."""
+    cat = Catalog("odd")
+
+    @cat.extract
+    def amounts(text: str) -> dict[str, int]:
+        return {"amount": len(text)}
+
+    @cat.fn
+    def score(amount: int) -> int:
+        raise _Unprintable
+
+    @cat.rule
+    def approve(score: int) -> bool:
+        return score > 1
+
+    system = System(cat, journal=tmp_path / "journal.db")
+    reason = "score raised _Unprintable: <no message: its __str__ raised>"
+    for res in (
+        system.ask({"amount": 3}),
+        anyio.run(system.aask, {"amount": 3}),
+        system.ask_text("abc"),
+        anyio.run(system.aask_text, "abc"),
+    ):
+        assert res["approve"].status == "abstained"
+        assert reason in res["approve"].reason, res["approve"].reason
+    assert system.journal_status() == []
+    system.close()
+
+
+def test_described_and_message_survive_an_unprintable_exception() -> None:
+    """The text a Cause or a warning shows, with or without a working `__str__`."""
+    assert _described(ValueError("bad amount")) == "ValueError: bad amount"
+    assert _message(_Unprintable()) == "<no message: its __str__ raised>"

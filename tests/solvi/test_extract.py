@@ -204,3 +204,25 @@ def test_an_extract_raising_its_own_cancelled_error_is_its_error(blocking: bool)
     ):
         assert res["small_claim"].status == "abstained"
         assert "CancelledError" in res["small_claim"].reason
+
+
+@pytest.mark.parametrize("raised", [SystemExit, GeneratorExit])
+def test_an_extract_stopping_the_process_stops_it_as_itself(raised: type[BaseException]) -> None:
+    """SystemExit or GeneratorExit out of an async extract leaves `aask_text` as
+    itself, as it leaves `ask_text`, not wrapped in an exception group of one."""
+    cat = Catalog("letters")
+
+    @cat.extract
+    async def amounts(text: str) -> dict[str, int]:
+        raise raised
+
+    @cat.rule
+    def small_claim(amount: int) -> bool:
+        return amount < 1_000
+
+    system = System(cat)
+    with pytest.raises(raised):
+        system.ask_text("x")
+    for backend in ("asyncio", "trio"):
+        with pytest.raises(raised):
+            anyio.run(system.aask_text, "x", backend=backend)

@@ -545,7 +545,7 @@ def test_a_pickle_is_never_unpickled(tmp_path: Path) -> None:
         ModelStrategist.load(path)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (16_000_001))
-    with pytest.raises(CheckpointError, match="a checkpoint must be at most 16000000 bytes"):
+    with pytest.raises(CheckpointError, match="a heads checkpoint must be at most 16000000 bytes"):
         ModelStrategist.load(big)
     assert not marker.exists()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import warnings
 from collections.abc import Iterable, Mapping
@@ -180,6 +181,25 @@ def test_features_of_flattens_one_level_of_dicts() -> None:
         ["invoice", "vip"],
     )
     assert row == {"invoice.currency=EUR": 1.0, "invoice.amount": 12.0, "vip": 1.0}
+
+
+def test_features_of_leaves_out_numbers_a_float_cannot_hold() -> None:
+    """NaN, infinities and integers past float range are no feature (and no OverflowError)."""
+    row = features_of(
+        {"big": 10**400, "small": -(10**400), "nan": math.nan, "inf": math.inf, "n": 10**300},
+        ["big", "small", "nan", "inf", "n"],
+    )
+    assert row == {"n": 1e300}
+
+
+def test_a_check_model_learns_from_huge_feature_values() -> None:
+    """Features near the float range fit a head without overflowing."""
+    model = OrderModel(refit=10)
+    for i in range(40):
+        model.observe("check", {"amount": 1e300 * (-1) ** i, "tiny": 5e-324}, i % 2 == 0)
+    assert 0.0 <= model.p_fail("check", {"amount": 1e300}) <= 1.0
+    again = OrderModel.from_json(model.to_json())
+    assert again.p_fail("check", {"amount": 1e300}) == model.p_fail("check", {"amount": 1e300})
 
 
 def test_order_model_learns_a_segment_dependent_failure_rate() -> None:

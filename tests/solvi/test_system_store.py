@@ -12,6 +12,8 @@ from flows.claims_small import Calls, claims_catalog
 from solvi import Question, System
 from solvi.audit import verify
 from solvi.errors import StoreError
+from solvi.mistakes import SolviWarning
+from solvi.order import OrderModel
 from solvi.storage import open_store
 
 STATE = {"policy_id": "P1", "claim": {"amount": 120}}
@@ -55,6 +57,60 @@ def test_a_restarted_system_keeps_its_costs_and_order_model(tmp_path: Path) -> N
     assert second.cost_book["policy"].samples == 5
     assert second.order_model.counts("policy_in_force") == (5, 5)
     second.close()
+
+
+@pytest.mark.parametrize(
+    ("row", "named"),
+    [
+        (b"{not json", "not JSON text"),
+        (b"\xff\xfe", "not JSON text"),
+        (b"[]", "must be a JSON object"),
+        (b'{"features": [], "refit": 50}', "missing fields checks"),
+        (b'{"features": [], "refit": "50", "checks": {}}', "refit must be a whole number"),
+        (b'{"features": [], "refit": 0, "checks": {}}', "refit must be 1 or more"),
+        (
+            b'{"features": [], "refit": 5, "checks": {"c": {"fails": "1", "total": 2, '
+            b'"head": null}}}',
+            "check 'c'.fails must be a whole number",
+        ),
+        (
+            b'{"features": [], "refit": 5, "checks": {"c": {"fails": 3, "total": 2, '
+            b'"head": null}}}',
+            "fails must be at most its total 2",
+        ),
+        (
+            b'{"features": [], "refit": 5, "checks": {"c": {"fails": 1, "total": 2, '
+            b'"head": {"weights": {"x": 1e999}, "bias": 0, "scale": {}}}}}',
+            "head.weights['x'] must be a finite number",
+        ),
+        (
+            b'{"features": [], "refit": 5, "checks": {"c": {"fails": 1, "total": 2, '
+            b'"head": {"weights": {}, "bias": 10' + b"0" * 400 + b', "scale": {}}}}}',
+            "head.bias must be a finite number",
+        ),
+    ],
+)
+def test_a_changed_order_model_row_is_set_aside_with_a_warning(
+    tmp_path: Path, row: bytes, named: str
+) -> None:
+    """A hand-edited learned order never stops the System: it warns, names the field,
+    starts a fresh model and answers as before."""
+    path = tmp_path / "decisions.db"
+    store = open_store(path)
+    store.save_blob("claims", "order_model", row)
+    store.close()
+    with pytest.warns(SolviWarning, match="stored order model not used") as caught:
+        system = _system(path, order="learned")
+    assert named in str(caught[0].message)
+    assert system.order_model.counts("policy_in_force") == (0, 0)
+    assert system.ask(STATE).answers["approve"].status == "decided"
+    assert anyio.run(system.aask, STATE).answers["approve"].status == "decided"
+    system.close()
+    again = open_store(path)  # what the System learned since replaces the bad row
+    saved = again.load_blob("claims", "order_model")
+    again.close()
+    assert saved is not None
+    assert OrderModel.from_json(saved).counts("policy_in_force") == (0, 2)
 
 
 def test_replay_of_a_stored_request_finds_no_difference(tmp_path: Path) -> None:
