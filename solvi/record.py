@@ -25,6 +25,7 @@ __all__ = [
     "NO_JSON_FORM",
     "PLAIN_TYPES",
     "canonical_json",
+    "from_record_value",
     "json_problem",
     "record_hash",
     "shortened",
@@ -49,6 +50,11 @@ NEGATIVE_HUGE_INT: Final = -HUGE_INT
 #: lists and dicts nested deeper than this in a value (or a value that contains
 #: itself) have no JSON form: encoders and readers stop at Python's recursion limit
 MAX_NESTING: Final = 200
+
+
+#: one-key objects a record uses as tags; a dict of one such key is kept apart as
+#: ``{"$object": {...}}``
+_TAGS: Final = frozenset({"$float", "$object"})
 
 
 def _float(value: float) -> Any:
@@ -110,6 +116,8 @@ def _convert(value: Any, where: str, depth: int) -> Any:
                     fact=where.split("[", 1)[0],
                 )
             out[k] = _convert(v, f"{where}[{k!r}]", depth + 1)
+        if len(out) == 1 and next(iter(out)) in _TAGS:
+            return {"$object": out}  # a dict that would read as a tag
         return out
     if isinstance(value, list | tuple):
         return [_convert(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
@@ -135,6 +143,36 @@ def _convert(value: Any, where: str, depth: int) -> Any:
         msg,
         fact=where.split("[", 1)[0],
     )
+
+
+_FLOATS: Final = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def from_record_value(value: Any) -> Any:
+    """A recorded value with its tags undone: NaN and the infinities floats again, and
+    a dict that looked like a tag itself again.
+
+    These are the conversions of `to_record_value` that can be undone without
+    guessing, so a replay hands a part the float it was given, not a dict.
+    Everything else stays the JSON it was recorded as.
+    """
+    return _untagged(value, 0)
+
+
+def _untagged(value: Any, depth: int) -> Any:
+    if depth > MAX_NESTING:
+        return value
+    if isinstance(value, list):
+        return [_untagged(v, depth + 1) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        ((key, inner),) = value.items()
+        if key == "$float" and isinstance(inner, str) and inner in _FLOATS:
+            return _FLOATS[inner]
+        if key == "$object" and isinstance(inner, dict) and len(inner) == 1:
+            return {k: _untagged(v, depth + 1) for k, v in inner.items()}
+    return {k: _untagged(v, depth + 1) for k, v in value.items()}
 
 
 def json_problem(value: Any, fact: str) -> str | None:

@@ -28,7 +28,7 @@ from solvi.catalog import Part
 from solvi.errors import RequestError
 from solvi.extract import respond
 from solvi.inputs import as_state
-from solvi.record import canonical_json, shortened
+from solvi.record import canonical_json, from_record_value, shortened
 from solvi.response import record_hashes
 
 if TYPE_CHECKING:
@@ -315,7 +315,7 @@ def replay(
 def _rerun(system: System, record: Mapping[str, Any]) -> tuple[Run, tuple[str, ...]]:
     """Run the record's request through `system`'s flow: no journal, store, learning or
     hooks. Returns the finished run and the steps that took their recorded outcome."""
-    state = as_state(record["input"])
+    state = as_state(from_record_value(record["input"]))
     program, prices = system.planner.recorded_program(frozenset(state), record.get("plan"))
     run = Run(
         program,

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from solvi import Catalog, RecordError, System
-from solvi.record import to_record_value
+from solvi.record import from_record_value, to_record_value
 
 
 def _system(value: object, **options: Any) -> System:
@@ -204,3 +204,37 @@ def test_a_request_value_too_big_for_json_is_refused_at_ask() -> None:
     system = _system({"handle": 1})
     with pytest.raises(RecordError, match="integer of 16,610 bits"):
         system.ask({"x": 10**5000})
+
+
+def test_from_record_value_undoes_only_the_tags() -> None:
+    """`$float` objects become floats again and wrapped look-alike dicts themselves, at
+    any depth; every other value stays as it was recorded."""
+    recorded = to_record_value(
+        {"a": [math.nan, {"b": -math.inf}], "c": math.inf, "d": (1, "x")}, "fact"
+    )
+    back = from_record_value(recorded)
+    assert math.isnan(back["a"][0])
+    assert back["a"][1] == {"b": -math.inf}
+    assert back["c"] == math.inf
+    assert back["d"] == [1, "x"]
+    for kept in ({"$float": "NaN"}, {"$float": "inf", "more": 1}, "nan", [{"$floats": 1.5}]):
+        assert from_record_value(to_record_value(kept, "fact")) == kept
+
+
+@pytest.mark.parametrize(
+    "look_alike",
+    [
+        {"$float": "nan"},
+        {"$float": "inf"},
+        {"$object": {"$float": "-inf"}},
+        {"$object": {"$object": 1}},
+        {"$float": ["nan"]},
+        {"k": {"$float": "nan"}},
+    ],
+)
+def test_a_dict_that_looks_like_a_tag_keeps_its_own_record(look_alike: dict[str, Any]) -> None:
+    """No two values share a record: a dict of the tag's shape is recorded wrapped, not
+    as the NaN or the infinity it looks like, and reads back as itself."""
+    recorded = to_record_value(look_alike, "fact")
+    assert recorded not in (to_record_value(v, "fact") for v in (math.nan, math.inf, -math.inf))
+    assert from_record_value(recorded) == look_alike

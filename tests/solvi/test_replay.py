@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from flows.loans import loans_system
 from stores import Backend
 
+from solvi import Catalog
 from solvi._targets import load_attribute
 from solvi.replay import Difference, ReplayResult, replay, replay_store
 from solvi.storage import MissingRecordError, Store
@@ -231,3 +233,19 @@ def test_replay_command_explains_what_is_missing(
         f"a store a System wrote (System(store=...))\n"
     )
     assert not missing.exists()
+
+
+def test_nan_and_infinite_inputs_replay_as_floats(store: Store) -> None:
+    """A record keeps NaN and the infinities as ``$float`` objects; the replay gives the
+    part the float again, so the answers are the same."""
+    cat = Catalog("limits")
+
+    @cat.rule
+    def unbounded(cap: float) -> bool:
+        return math.isinf(cap) or math.isnan(cap)
+
+    system = System(cat, store=store)
+    for i, cap in enumerate((math.nan, math.inf, -math.inf, 2.5)):
+        res = system.ask({"cap": cap}, request_id=f"cap-{i}")
+        assert res["unbounded"].value is (i < 3)
+        assert replay(system, f"cap-{i}", store=store).same
