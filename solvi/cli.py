@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import stat
 import sys
 import warnings as warnings_module
 from collections.abc import Iterable, Mapping, Sequence
@@ -252,13 +253,35 @@ _RECORD_FIELDS = ("catalog", "hash", "early_exit", "answers", "steps", "skipped"
 _FIX_SHOW = "pass a file written from a Response's to_json()"
 
 
+#: the largest record `solvi show` reads: far above any record, far below a device
+#: such as /dev/zero that never ends
+MAX_SHOW_BYTES = 64 * 2**20
+
+
 def _read_show(file: str, name: str) -> str:
     """The text of the file (or standard input) `solvi show` was given."""
     try:
-        return sys.stdin.read() if file == "-" else Path(file).read_text("utf-8")
+        if file == "-":
+            raw = getattr(sys.stdin, "buffer", None)  # None when replaced by a text stream
+            data = (
+                raw.read(MAX_SHOW_BYTES + 1)
+                if raw is not None
+                else sys.stdin.read(MAX_SHOW_BYTES + 1).encode("utf-8", "surrogatepass")
+            )
+        else:
+            with Path(file).open("rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    msg = f"cannot read {name}: not a regular file; {_FIX_SHOW}"
+                    raise _Failure(msg)
+                data = handle.read(MAX_SHOW_BYTES + 1)
     except OSError as exc:
         msg = f"cannot read {name}: {exc.strerror or exc}"
         raise _Failure(msg) from exc
+    if len(data) > MAX_SHOW_BYTES:
+        msg = f"cannot read {name}: larger than {MAX_SHOW_BYTES:,} bytes; {_FIX_SHOW}"
+        raise _Failure(msg)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
         msg = f"{name} is not UTF-8 text ({where}: {exc.reason}); {_FIX_SHOW}"
@@ -288,13 +311,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if missing:
         msg = f"{name} is not a solvi decision record (no {', '.join(missing)}); {_FIX_SHOW}"
         raise _Failure(msg)
-    try:
-        print(render(record))
+    try:  # all of it before any of it is printed: a damaged record prints nothing
+        shown = render(record)
         own, _ = record_hashes(record)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         kind = type(exc).__name__
         msg = f"{name} is a damaged decision record ({kind}: {exc}); {_FIX_SHOW}"
         raise _Failure(msg) from exc
+    print(shown)
     if own != record["hash"]:
         print(
             f"solvi show: {name} was edited after it was made: it carries hash "

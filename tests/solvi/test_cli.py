@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from solvi import Catalog, Question, Response, System
+from solvi import Catalog, Question, Response, System, cli
 from solvi.cli import main
 from solvi.response import record_hashes, render
 
@@ -688,6 +688,45 @@ def test_show_refuses_what_python_cannot_read_in_one_line(
     assert (status, out) == (2, "")
     assert err.startswith(f"solvi show: '{path}' {message}")
     assert err.count("\n") == 1
+
+
+def test_show_refuses_a_device_a_directory_and_an_endless_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is not a regular file, and more than the cap, is one line and status 2 at
+    once: a symlink to /dev/zero is not read until memory runs out."""
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for path, why in (
+        (zero, "not a regular file; pass a file written from a Response's to_json()"),
+        (tmp_path, "Is a directory"),
+    ):
+        status, out, err = _run(capsys, "show", str(path))
+        assert (status, out) == (2, "")
+        assert err == f"solvi show: cannot read '{path}': {why}\n"
+    monkeypatch.setattr(cli, "MAX_SHOW_BYTES", 1000)
+    big = tmp_path / "big.json"
+    big.write_text(" " * 1001)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * 1001)))
+    for given, name in ((str(big), repr(str(big))), ("-", "standard input")):
+        status, out, err = _run(capsys, "show", given)
+        assert (status, out) == (2, "")
+        assert err.startswith(
+            f"solvi show: cannot read {name}: larger than 1,000 bytes; pass a file"
+        )
+
+
+def test_show_prints_nothing_of_a_damaged_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A record that cannot be shown whole is not shown in part before its error."""
+    record = json.loads(_small_response().to_json())
+    del record["catalog_version"]
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    status, out, err = _run(capsys, "show", str(path))
+    assert (status, out) == (2, "")
+    assert "is a damaged decision record" in err
 
 
 def test_plan_with_a_key_no_request_may_bring_is_one_line(
