@@ -17,7 +17,10 @@ from solvi.catalog import Catalog
 from solvi.errors import RecordError, RequestError, _closest
 from solvi.record import to_record_value
 
-__all__ = ["RequestGuard", "as_state", "check_request_value"]
+__all__ = ["MAX_REQUEST_ID", "RequestGuard", "as_state", "check_request_id", "check_request_value"]
+
+#: the longest request id a caller may give, in characters
+MAX_REQUEST_ID = 1000
 
 
 @attrs.frozen
@@ -78,6 +81,31 @@ def check_request_value(key: str, value: object) -> Any:
         return to_record_value(value, f"request key {key!r}")
     except RecordError as exc:
         raise RecordError(str(exc), fact=key) from None
+
+
+def check_request_id(request_id: object) -> None:
+    """Refuse a caller's request id that a store or a journal could not keep as it is.
+
+    Raises:
+        RequestError: it is not text of 1 to `MAX_REQUEST_ID` characters that UTF-8
+            encodes (a lone surrogate does not) without a NUL (PostgreSQL text has none).
+    """
+    if isinstance(request_id, str) and 0 < len(request_id) <= MAX_REQUEST_ID:
+        try:
+            request_id.encode("utf-8")
+        except UnicodeEncodeError:
+            problem = "holds a lone surrogate, which UTF-8 cannot encode"
+        else:
+            if "\x00" not in request_id:
+                return
+            problem = "holds a NUL character"
+    elif isinstance(request_id, str):
+        problem = f"has {len(request_id)} characters"
+    else:
+        problem = f"is a {type(request_id).__name__}"
+    shown = repr(request_id) if len(repr(request_id)) <= 60 else repr(request_id)[:57] + "..."
+    msg = f"request_id {shown} {problem}; pass text of 1 to {MAX_REQUEST_ID} characters"
+    raise RequestError(msg, key="request_id")
 
 
 def as_state(state: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from solvi._run.scheduler import Run, by_declaration, drives, order_policy
 from solvi._run.steps import Cause, Node, Program
 from solvi._run.sync import Caller, Outcome, call_here, run_node
 from solvi.catalog import Part
-from solvi.errors import RequestError
+from solvi.errors import RequestError, StoreError
 from solvi.extract import respond
 from solvi.inputs import as_state
 from solvi.record import canonical_json, from_record_value, shortened
@@ -80,6 +80,16 @@ class Difference:
             )
         if self.kind == "step":
             stored, replayed = _step_text(self.stored), _step_text(self.replayed)
+        elif isinstance(self.stored, Mapping) and isinstance(self.replayed, Mapping):
+            # an answer: only the fields that differ, or a cut would hide them
+            fields = [
+                k
+                for k in _union(self.stored, self.replayed)
+                if (k in self.stored, self.stored.get(k))
+                != (k in self.replayed, self.replayed.get(k))
+            ]
+            stored = shortened({k: self.stored[k] for k in fields if k in self.stored}, 60)
+            replayed = shortened({k: self.replayed[k] for k in fields if k in self.replayed}, 60)
         else:
             stored, replayed = shortened(self.stored, 60), shortened(self.replayed, 60)
         return f"{self.kind} {self.name}: stored {stored}, replayed {replayed}"
@@ -198,9 +208,16 @@ def _refusal(system: System, record: Mapping[str, Any]) -> str | None:
             f"{system.name!r}; replay it with a System of that catalog"
         )
     if version != system.version:
+        flow = record.get("flow")
+        gone = (
+            [p for p in flow if isinstance(p, str) and p not in system.catalog]
+            if isinstance(flow, list)
+            else []
+        )
+        lacks = f" (this catalog has no part {', '.join(map(repr, gone))})" if gone else ""
         return (
             f"the record is from catalog version {version}, this System runs version "
-            f"{system.version}; replay it with the catalog as it was then"
+            f"{system.version}{lacks}; replay it with the catalog as it was then"
         )
     return None
 
@@ -432,16 +449,25 @@ def iter_replays(
 
     Raises:
         ValueError: no store was given and the System has none.
-        StoreError: a stored record's text is not JSON.
     """
     source = _resolve_store(system, store)
-    for request_id, record in source.iter_records(since=since, catalog=system.name):
+    damaged: list[ReplayResult] = []
+
+    def refuse(request_id: str, error: StoreError) -> None:
+        damaged.append(ReplayResult(request_id, same=False, refused=str(error)))
+
+    for request_id, record in source.iter_records(
+        since=since, catalog=system.name, on_damaged=refuse
+    ):
+        yield from damaged  # those stored before this one
+        damaged.clear()
         try:
             result = replay(system, record)
         except (TypeError, ValueError) as exc:
             yield ReplayResult(request_id, same=False, refused=str(exc))
             continue
         yield attrs.evolve(result, request_id=request_id)
+    yield from damaged
 
 
 def replay_store(

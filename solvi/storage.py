@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from solvi._db.postgres_store import PostgresStore
@@ -56,12 +56,24 @@ class Store(Protocol):
         """`get_record` without blocking the event loop."""
 
     def iter_records(
-        self, *, since: dt.datetime | None = None, catalog: str | None = None
+        self,
+        *,
+        since: dt.datetime | None = None,
+        catalog: str | None = None,
+        on_damaged: Callable[[str, StoreError], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(request_id, record) pairs stored before the iteration began, in storage order."""
+        """(request_id, record) pairs stored before the iteration began, in storage order.
+
+        A record that is not JSON raises `StoreError`, or with `on_damaged` is
+        handed to it (request id, error) and passed over.
+        """
 
     def aiter_records(
-        self, *, since: dt.datetime | None = None, catalog: str | None = None
+        self,
+        *,
+        since: dt.datetime | None = None,
+        catalog: str | None = None,
+        on_damaged: Callable[[str, StoreError], None] | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """`iter_records` without blocking the event loop."""
 

@@ -133,7 +133,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             store.close()
     line = summary_line(system.name, system.version, total, same, different, refused)
     sys.stdout.write(f"{line}\n")
-    return EXIT_OK if different == 0 else EXIT_BROKEN
+    if different or (args.strict and (refused or not total)):
+        return EXIT_BROKEN
+    return EXIT_OK
 
 
 def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,14 +172,20 @@ def add_store_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
             "Replay the records of the System's catalog stored before the command started, "
             "one at a time, writing nothing; print a line per difference, then a summary. "
             "Exit status 0 when none differs; 1 when a record's answers, values, steps or "
-            "hash differ; 2 when the target, the store or an option is wrong. Records of "
-            "another catalog version are refused, not compared; a step that timed out "
-            "when recorded is not run again."
+            "hash differ (with --strict, also when a record was refused or none was "
+            "replayed); 2 when the target, the store or an option is wrong. Records of "
+            "another catalog version, and records damaged in the store, are refused, not "
+            "compared; a step that timed out when recorded is not run again."
         ),
     )
     again.add_argument("target", help=TARGET_HELP)
     again.add_argument("--store", help=f"the store to read (default: the System's); {_STORE_HELP}")
     again.add_argument(
         "--since", help="only records stored at or after this ISO 8601 time (UTC if no offset)"
+    )
+    again.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 also when a record is refused or no record is replayed (nothing compared)",
     )
     again.set_defaults(func=cmd_replay, run=cmd_replay)

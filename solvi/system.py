@@ -36,7 +36,7 @@ from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
 from solvi.errors import CheckpointError, PlanError, SolviError, _described
 from solvi.flow import Flow
 from solvi.hooks import HookTable, StructlogHook
-from solvi.inputs import RequestGuard, as_state, check_request_value
+from solvi.inputs import RequestGuard, as_state, check_request_id, check_request_value
 from solvi.journal import CANCELLED, Journal, open_journal
 from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
 from solvi.order import OrderModel, OrderPolicy
@@ -379,8 +379,10 @@ class System:
         Raises:
             ResumeRefused: the request is closed, owned by a live process, or
                 its catalog version, input or plan changed.
+            RequestError: `request_id` is no id a journal could hold.
         """
         journal = self._journal("resume")
+        check_request_id(request_id)
 
         def program_for(state: dict[str, Any]) -> Program:
             return self.planner.program_for(state)[0]
@@ -558,6 +560,7 @@ class System:
         """A caller's request id must be new to the journal and the store (made ones
         always are), before anything of its request runs."""
         if request_id is not None:
+            check_request_id(request_id)
             recovery.check_new_id(request_id, self.journal, self.store)
 
     async def aask(
@@ -593,6 +596,8 @@ class System:
         """
         loop = current_loop()
         cancelled_first: BaseException | None = None
+        if request_id is not None:
+            check_request_id(request_id)  # before any database is asked about it
         if request_id is not None and (self.journal is not None or self.store is not None):
             # Seen to its end, so that a request cancelled now is still journaled, as
             # cancelled (below), and its id refused by `resume` as such.

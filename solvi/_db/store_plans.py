@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import json
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -29,6 +29,7 @@ from solvi.audit import (
     _response_items,
 )
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
+from solvi.inputs import check_request_id
 
 __all__ = [
     "POSTGRES",
@@ -249,13 +250,6 @@ def _dump_record(record: Mapping[str, Any], request_id: str) -> str:
         raise ValueError(msg) from exc
 
 
-def _check_request_id(request_id: object) -> str:
-    if not isinstance(request_id, str) or not request_id:
-        msg = f"request_id must be a non-empty string, got {request_id!r}"
-        raise ValueError(msg)
-    return request_id
-
-
 def duplicate_request(request_id: str) -> DuplicateRequestError:
     """The error of a request id that a stored response holds already."""
     msg = (
@@ -297,6 +291,7 @@ def _save_plan(
 
 
 def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
+    check_request_id(request_id)
     rows = yield ("SELECT record FROM solvi_responses WHERE request_id = %s", (request_id,))
     if not rows:
         msg = (
@@ -307,10 +302,21 @@ def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
     return _load_record(request_id, rows[0][0])
 
 
+def _bare_constant(name: str) -> Any:
+    msg = f"it holds a bare {name}, which solvi never writes"
+    raise ValueError(msg)
+
+
 def _load_record(request_id: object, text: object) -> dict[str, Any]:
     """A stored record's text as data; a StoreError when it is not a JSON object."""
     try:
-        record = json.loads(text) if isinstance(text, str | bytes) else None
+        record = (
+            json.loads(text, parse_constant=_bare_constant)
+            if isinstance(text, str | bytes)
+            else None
+        )
+    except RecursionError:
+        problem = "nests arrays or objects too deeply to be read"
     except ValueError as exc:
         problem = f"is not JSON ({exc})"
     else:
@@ -322,6 +328,20 @@ def _load_record(request_id: object, text: object) -> dict[str, Any]:
         f"solvi: run `solvi audit verify` on the store"
     )
     raise StoreError(msg)
+
+
+def _loaded(
+    rows: Sequence[tuple[Any, ...]], on_damaged: Callable[[str, StoreError], None] | None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    for _, request_id, text in rows:
+        try:
+            record = _load_record(request_id, text)
+        except StoreError as exc:
+            if on_damaged is None:
+                raise
+            on_damaged(str(request_id), exc)
+            continue
+        yield str(request_id), record
 
 
 def _last_row_plan() -> Plan[int]:
@@ -477,7 +497,7 @@ class PlanStore(abc.ABC):
         """The plan `save_response` runs: for a journal sharing this store's database,
         which runs it in the transaction that closes the request."""
         self._check_writable()
-        request_id = _check_request_id(request_id)
+        check_request_id(request_id)
         text = _dump_record(record, request_id)
         return _save_plan(self._dialect, record, request_id, text, _now())
 
@@ -514,7 +534,11 @@ class PlanStore(abc.ABC):
         return await self._arun(_get_plan(request_id), write=False)
 
     def iter_records(
-        self, *, since: dt.datetime | None = None, catalog: str | None = None
+        self,
+        *,
+        since: dt.datetime | None = None,
+        catalog: str | None = None,
+        on_damaged: Callable[[str, StoreError], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(request_id, record) pairs in the order they were stored, read in batches.
 
@@ -525,6 +549,9 @@ class PlanStore(abc.ABC):
         Args:
             since: only records stored at or after this time (a naive time is UTC).
             catalog: only records of the catalog with this name.
+            on_damaged: called with the request id and the error for each stored
+                record that is not a JSON object, which is then passed over; without
+                it the first such record raises.
 
         Raises:
             StoreError: a stored record is not JSON (it was written outside solvi).
@@ -535,14 +562,17 @@ class PlanStore(abc.ABC):
         while True:
             plan = _records_plan(self._dialect, after, upto, since, catalog)
             rows = self._run(plan, write=False)
-            for row_id, request_id, text in rows:
-                yield str(request_id), _load_record(request_id, text)
-                after = int(row_id)
+            yield from _loaded(rows, on_damaged)
             if len(rows) < _BATCH:
                 return
+            after = int(rows[-1][0])
 
     async def aiter_records(
-        self, *, since: dt.datetime | None = None, catalog: str | None = None
+        self,
+        *,
+        since: dt.datetime | None = None,
+        catalog: str | None = None,
+        on_damaged: Callable[[str, StoreError], None] | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """`iter_records` for async code."""
         since = _aware(since)
@@ -551,11 +581,11 @@ class PlanStore(abc.ABC):
         while True:
             plan = _records_plan(self._dialect, after, upto, since, catalog)
             rows = await self._arun(plan, write=False)
-            for row_id, request_id, text in rows:
-                yield str(request_id), _load_record(request_id, text)
-                after = int(row_id)
+            for pair in _loaded(rows, on_damaged):
+                yield pair
             if len(rows) < _BATCH:
                 return
+            after = int(rows[-1][0])
 
     # -- costs and blobs -----------------------------------------------------------
 

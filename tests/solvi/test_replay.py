@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from stores import Backend
 from solvi import Catalog
 from solvi._targets import load_attribute
 from solvi.replay import Difference, ReplayResult, replay, replay_store
-from solvi.storage import MissingRecordError, Store
+from solvi.storage import MissingRecordError, Store, open_store
 from solvi.storecli import add_store_commands
 from solvi.system import System
 
@@ -249,3 +250,79 @@ def test_nan_and_infinite_inputs_replay_as_floats(store: Store) -> None:
         res = system.ask({"cap": cap}, request_id=f"cap-{i}")
         assert res["unbounded"].value is (i < 3)
         assert replay(system, f"cap-{i}", store=store).same
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{not json", "is not JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nests arrays or objects too deeply to be read"),
+        ('{"answers": NaN}', "is not JSON (it holds a bare NaN, which solvi never writes)"),
+        ("[1, 2]", "is not a JSON object (it is list)"),
+    ],
+)
+def test_a_damaged_row_is_refused_and_the_replay_goes_on(
+    tmp_path: Path, loans: System, text: str, why: str
+) -> None:
+    """A stored record whose text is no JSON object is refused in its place; the records
+    after it are still replayed."""
+    path = tmp_path / "decisions.db"
+    store = open_store(path)
+    for request_id in ("first", "broken", "last"):
+        store.save_response(loans.ask(ADULT).record, request_id=request_id)
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE solvi_responses SET record = ? WHERE request_id = 'broken'", (text,))
+    db.close()
+    store = open_store(path)
+    summary = replay_store(loans, store)
+    store.close()
+    assert [(r.request_id, r.same) for r in summary.results] == [
+        ("first", True),
+        ("broken", False),
+        ("last", True),
+    ]
+    refused = summary.results[1].refused
+    assert refused is not None
+    assert refused.startswith(f"the stored record of request 'broken' {why}")
+    assert refused.endswith("run `solvi audit verify` on the store")
+
+
+def test_an_answer_difference_shows_the_fields_that_differ(
+    store: Store, loans: System, settings: dict[str, Any]
+) -> None:
+    """Only the differing fields of an answer are printed, so a cut never hides them."""
+    store.save_response(loans.ask(ADULT).record, request_id="adult")
+    settings["limit"] = 60
+    (difference, *_) = replay(loans, "adult", store=store).differences
+    assert str(difference) == 'answer approve: stored {"value": true}, replayed {"value": false}'
+
+
+def test_a_refusal_names_the_parts_the_catalog_no_longer_has(
+    store: Store, settings: dict[str, Any]
+) -> None:
+    """A record of another version names the parts of its flow this catalog lacks."""
+    old = loans_system(settings, extra=True)
+    record = dict(old.ask(ADULT).record)
+    record["flow"] = [*record["flow"], "note"]
+    store.save_response(record, request_id="old")
+    refused = replay(loans_system(settings), "old", store=store).refused
+    assert refused is not None
+    assert "(this catalog has no part 'note')" in refused
+
+
+def test_replay_strict_fails_when_nothing_was_compared(
+    db: Backend, target_module: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --strict a refused record, or no record at all, is exit status 1."""
+    store = db.open()
+    old = loans_system(dict(target_module), extra=True)
+    store.save_response(old.ask(ADULT).record, request_id="old")
+    store.close()
+    assert _cli(["replay", TARGET, "--store", db.spec]) == 0
+    assert _cli(["replay", TARGET, "--store", db.spec, "--strict"]) == 1
+    assert "0 same, 0 different, 1 refused" in capsys.readouterr().out
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).isoformat()
+    assert _cli(["replay", TARGET, "--store", db.spec, "--since", later]) == 0
+    assert _cli(["replay", TARGET, "--store", db.spec, "--since", later, "--strict"]) == 1
+    assert "replayed 0 records" in capsys.readouterr().out

@@ -7,6 +7,8 @@ before either opens it, which is the race: the check alone cannot catch it.
 
 from __future__ import annotations
 
+import functools
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +18,7 @@ import anyio
 import pytest
 from stores import BACKENDS, backend
 
-from solvi import Catalog, RequestIdTaken, System
+from solvi import Catalog, RequestError, RequestIdTaken, System
 from solvi.journal import Journal, PostgresJournal, SQLiteJournal
 from solvi.storage import DuplicateRequestError
 
@@ -156,3 +158,44 @@ def test_a_response_stored_meanwhile_under_the_id_closes_the_request_as_refused(
         system.resume("order-7")
     system.close()
     other.close()
+
+
+@pytest.mark.parametrize(
+    ("request_id", "problem"),
+    [
+        ("\ud800", "holds a lone surrogate, which UTF-8 cannot encode"),
+        ("a\x00b", "holds a NUL character"),
+        ("", "has 0 characters"),
+        ("x" * 1001, "has 1001 characters"),
+        (17, "is a int"),
+    ],
+)
+def test_a_request_id_no_database_can_keep_is_refused_before_anything_runs(
+    tmp_path: Path, request_id: Any, problem: str
+) -> None:
+    """ask, aask, resume, a store's lookups and saves refuse it with a RequestError
+    that says what to pass, not a raw UnicodeEncodeError from the database driver."""
+    calls: list[int] = []
+    cat = Catalog("ids")
+
+    @cat.rule
+    def approve(amount: int) -> bool:
+        calls.append(amount)
+        return amount < 10
+
+    system = System(cat, store=tmp_path / "s.db", journal=tmp_path / "j.db")
+    attempts = [
+        lambda: system.ask({"amount": 1}, request_id=request_id),
+        lambda: anyio.run(functools.partial(system.aask, {"amount": 1}, request_id=request_id)),
+        lambda: system.resume(request_id),
+        lambda: system.store.get_record(request_id),  # type: ignore[union-attr]
+        lambda: system.store.save_response(  # type: ignore[union-attr]
+            system.ask({"amount": 1}).record, request_id=request_id
+        ),
+    ]
+    for attempt in attempts:
+        with pytest.raises(RequestError, match=re.escape(problem)) as caught:
+            attempt()
+        assert "pass text of 1 to 1000 characters" in str(caught.value)
+    assert calls == [1]  # only the ask that made a record to save
+    system.close()

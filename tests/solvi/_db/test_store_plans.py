@@ -195,7 +195,7 @@ def test_saving_under_a_taken_id_is_refused_before_any_write() -> None:
             "the record for request 'r1' is not JSON data "
             "(Out of range float values are not JSON compliant); pass .record",
         ),
-        (RECORD, "", "request_id must be a non-empty string, got ''"),
+        (RECORD, "", "request_id '' has 0 characters; pass text of 1 to 1000 characters"),
     ],
 )
 def test_a_save_that_is_not_a_response_is_refused_before_any_statement(
