@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from solvi.errors import StoreError
-from solvi.record import canonical_json
+from solvi.record import canonical_json, read_stored_json
 
 if TYPE_CHECKING:
     from solvi.storage import Store
@@ -153,11 +153,11 @@ class AuditReport:
 
     `ok` is True when the chain is unbroken, its head matches its last entry
     and every stored response matches its decision entry. Otherwise `problem`
-    says what is wrong and `first_bad` is the sequence number of the first bad
-    (or missing) entry: None when the problem is in no entry (a dropped table,
-    a missing chain head). `last_hash` is the hash of the last entry read
-    (`GENESIS` for an empty log): keep it somewhere else to detect a log cut
-    short together with its head.
+    says what is wrong, then what to do next, and `first_bad` is the sequence
+    number of the first bad (or missing) entry: None when the problem is in no
+    entry (a dropped table, a missing chain head). `last_hash` is the hash of
+    the last entry read (`GENESIS` for an empty log): keep it somewhere else to
+    detect a log cut short together with its head.
     """
 
     ok: bool
@@ -179,6 +179,11 @@ _DECISION_TEXT = ("catalog", "catalog_version", "created", "hash", "stored")
 #: The entry fields solvi writes as text (the sequence number is an integer).
 _ENTRY_TEXT = ("kind", "request_id", "payload", "prev_hash", "hash")
 _OUTSIDE = "(written outside solvi)"
+#: Ends every problem: a broken log cannot be repaired, only replaced by a copy proven whole.
+_NEXT_STEP = (
+    "next: restore the store from a backup, then check that its entry at the sequence number "
+    "you kept still has the last_hash you kept"
+)
 
 
 @attrs.frozen
@@ -234,7 +239,7 @@ class _Walk:
         self.decisions: dict[str, _Decision] = {}
 
     def broken(self, seq: int | None, problem: str) -> AuditReport:
-        return AuditReport(False, self.count, seq, problem, self.prev)
+        return AuditReport(False, self.count, seq, f"{problem}; {_NEXT_STEP}", self.prev)
 
     def run(self) -> AuditReport:
         missing = self.store.missing_tables()
@@ -328,17 +333,18 @@ class _Walk:
                 f"entry {seq} is of kind {entry.kind!r}; solvi writes only decision and "
                 f"safeguard entries {_OUTSIDE}",
             )
-        try:
-            payload = json.loads(entry.payload)
-        except ValueError as exc:
+        payload, unreadable = read_stored_json(entry.payload)
+        if unreadable is not None:
             return self.broken(
-                seq, f"entry {seq} ({entry.kind}) has a payload that is not JSON ({exc}) {_OUTSIDE}"
+                seq,
+                f"entry {seq} ({entry.kind} of request {entry.request_id!r}) has a payload that "
+                f"{unreadable} {_OUTSIDE}",
             )
         if not isinstance(payload, dict):
             return self.broken(
                 seq,
-                f"entry {seq} ({entry.kind}) has a payload that is a JSON "
-                f"{_type_name(payload)}, not an object {_OUTSIDE}",
+                f"entry {seq} ({entry.kind} of request {entry.request_id!r}) has a payload that "
+                f"is a JSON {_type_name(payload)}, not an object {_OUTSIDE}",
             )
         if entry.kind == "safeguard":
             return None
@@ -458,6 +464,11 @@ def _row_problem(row: StoredResponse, decision: _Decision) -> str | None:
             f"the stored record of request {rid!r} does not match decision entry {seq} (the "
             f"record was edited)"
         )
+    record, unreadable = read_stored_json(text)
+    if unreadable is None and not isinstance(record, dict):
+        unreadable = f"is a JSON {_type_name(record)}, not an object"
+    if unreadable is not None:
+        return f"the stored record of request {rid!r} {unreadable} {_OUTSIDE}"
     for column in ("catalog", "catalog_version", "hash"):
         value, recorded = getattr(row, column), getattr(decision, column)
         if value != recorded:

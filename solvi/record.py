@@ -27,6 +27,7 @@ __all__ = [
     "canonical_json",
     "from_record_value",
     "json_problem",
+    "read_stored_json",
     "record_hash",
     "shortened",
     "to_record_value",
@@ -173,6 +174,28 @@ def _untagged(value: Any, depth: int) -> Any:
         if key == "$object" and isinstance(inner, dict) and len(inner) == 1:
             return {k: _untagged(v, depth + 1) for k, v in inner.items()}
     return {k: _untagged(v, depth + 1) for k, v in value.items()}
+
+
+class _BareConstant(Exception):  # a signal inside read_stored_json only
+    """A bare ``NaN`` or ``Infinity`` met while parsing: JSON has none, solvi writes none."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _BareConstant(name)
+
+
+def read_stored_json(text: str | bytes) -> tuple[Any, str | None]:
+    """Stored JSON text (a record, an audit payload) parsed, and None; or None and why
+    solvi could not have written it, for a message about a row edited outside solvi."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant), None
+    except _BareConstant as exc:
+        return None, f"holds a bare {exc}, which solvi never writes"
+    except RecursionError:
+        # Python's parser recurses once per level; a hand-made nesting outruns the stack.
+        return None, "nests too deeply to be read"
+    except ValueError as exc:  # also bytes that are not UTF-8, an int of too many digits
+        return None, f"is not JSON ({exc})"
 
 
 def json_problem(value: Any, fact: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,8 +39,9 @@ class SQLiteStore(PlanStore):
 
     Raises:
         StoreError: the file cannot be opened as a database, or its schema is
-            newer than this solvi; read only, also when the file is missing,
-            empty, not a SQLite database, or one without solvi's tables.
+            newer than this solvi; read only, also when the file is missing, no
+            regular file (a folder, a device), empty, not a SQLite database, or
+            one without solvi's tables.
     """
 
     _dialect = SQLITE
@@ -91,8 +93,8 @@ class SQLiteStore(PlanStore):
     def _open_read_only(self, timeout: float) -> sqlite3.Connection:
         """Connect without write access, and check the file holds a solvi store."""
         where = repr(str(self.path))
-        if not self.path.is_file():
-            what = "a folder" if self.path.is_dir() else "no such file"
+        what = _not_a_file(self.path)
+        if what is not None:
             msg = f"no SQLite store at {where}: {what}; {_FIX}"
             raise StoreError(msg)
         if self.path.stat().st_size == 0:
@@ -215,6 +217,32 @@ class SQLiteStore(PlanStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: What a path that is no regular file is, by its file type (symbolic links followed).
+_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What is at `path` when it is no regular file, from its metadata alone: a device
+    such as /dev/zero is never opened, so never read without end."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except OSError as exc:  # no permission, a loop of symbolic links
+        return f"it cannot be looked at ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    kind = _KINDS.get(stat.S_IFMT(mode), "something other than a file")
+    return f"{kind}, not a regular file"
 
 
 def sqlite_execute(conn: sqlite3.Connection) -> Callable[[str, tuple[Any, ...]], list[Row]]:

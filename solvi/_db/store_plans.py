@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import abc
 import datetime as dt
-import json
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from solvi.audit import (
 )
 from solvi.errors import DuplicateRequestError, MissingRecordError, StoreError
 from solvi.inputs import check_request_id
+from solvi.record import read_stored_json
 
 __all__ = [
     "POSTGRES",
@@ -302,24 +302,13 @@ def _get_plan(request_id: str) -> Plan[dict[str, Any]]:
     return _load_record(request_id, rows[0][0])
 
 
-def _bare_constant(name: str) -> Any:
-    msg = f"it holds a bare {name}, which solvi never writes"
-    raise ValueError(msg)
-
-
 def _load_record(request_id: object, text: object) -> dict[str, Any]:
     """A stored record's text as data; a StoreError when it is not a JSON object."""
-    try:
-        record = (
-            json.loads(text, parse_constant=_bare_constant)
-            if isinstance(text, str | bytes)
-            else None
-        )
-    except RecursionError:
-        problem = "nests arrays or objects too deeply to be read"
-    except ValueError as exc:
-        problem = f"is not JSON ({exc})"
+    if isinstance(text, str | bytes):
+        record, problem = read_stored_json(text)
     else:
+        record, problem = None, f"is not text (it is {type(text).__name__})"
+    if problem is None:
         if isinstance(record, dict):
             return record
         problem = f"is not a JSON object (it is {type(record).__name__})"

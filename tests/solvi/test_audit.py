@@ -20,6 +20,11 @@ from solvi.storage import Store
 from solvi.storecli import add_store_commands
 
 ROOT = Path(__file__).resolve().parents[2]
+#: What every problem ends with: the next step.
+NEXT = (
+    "next: restore the store from a backup, then check that its entry at the sequence number "
+    "you kept still has the last_hash you kept"
+)
 
 
 def _fill(store: Store, system: System) -> None:
@@ -85,7 +90,9 @@ def test_an_edited_payload_is_named(db: Backend, store: Store, system: System) -
     db.sql("UPDATE solvi_audit SET payload = replace(payload, 'forced', 'decided') WHERE seq = 2")
     report = verify(store)
     assert (report.ok, report.first_bad, report.entries) == (False, 2, 2)
-    assert report.problem == "entry 2 (decision) was edited: its contents do not match its hash"
+    assert report.problem == (
+        f"entry 2 (decision) was edited: its contents do not match its hash; {NEXT}"
+    )
 
 
 def test_a_rehashed_edit_breaks_the_next_link(db: Backend, store: Store, system: System) -> None:
@@ -111,7 +118,7 @@ def test_a_deleted_entry_is_named(db: Backend, store: Store, system: System) -> 
     db.sql("DELETE FROM solvi_audit WHERE seq = 3")
     report = verify(store)
     assert (report.ok, report.first_bad) == (False, 3)
-    assert report.problem == "entry 3 missing: entry 2 is followed by entry 4 (deleted)"
+    assert report.problem == f"entry 3 missing: entry 2 is followed by entry 4 (deleted); {NEXT}"
 
 
 def test_a_deleted_last_entry_is_named(db: Backend, store: Store, system: System) -> None:
@@ -140,7 +147,7 @@ def test_swapped_entries_are_named(db: Backend, store: Store, system: System) ->
     report = verify(store)
     assert (report.ok, report.first_bad) == (False, 2)
     assert report.problem == (
-        "entry 2 chains to the entry now at 3, not to entry 1: entries were reordered"
+        f"entry 2 chains to the entry now at 3, not to entry 1: entries were reordered; {NEXT}"
     )
 
 
@@ -154,7 +161,8 @@ def test_an_edited_record_is_named(db: Backend, store: Store, system: System) ->
     report = verify(store)
     assert (report.ok, report.first_bad) == (False, 2)
     assert report.problem == (
-        "the stored record of request 'r2' does not match decision entry 2 (the record was edited)"
+        "the stored record of request 'r2' does not match decision entry 2 (the record was "
+        f"edited); {NEXT}"
     )
 
 
@@ -164,7 +172,7 @@ def test_a_deleted_record_is_named(db: Backend, store: Store, system: System) ->
     db.sql("DELETE FROM solvi_responses WHERE request_id = 'r4'")
     report = verify(store)
     assert (report.ok, report.first_bad) == (False, 5)
-    assert report.problem == "decision entry 5 names request 'r4', whose record is gone"
+    assert report.problem == f"decision entry 5 names request 'r4', whose record is gone; {NEXT}"
 
 
 def test_eight_threads_with_own_connections_extend_one_chain(db: Backend, system: System) -> None:
@@ -263,7 +271,7 @@ def test_audit_verify_command_exits_1_and_names_the_bad_entry(
     assert _cli(["audit", "verify", db.spec]) == 1
     assert capsys.readouterr().out == (
         f"{db.spec}: audit log TAMPERED: first bad entry 4: entry 4 (safeguard) was edited: "
-        f"its contents do not match its hash (4 entries read)\n"
+        f"its contents do not match its hash; {NEXT} (4 entries read)\n"
     )
 
 

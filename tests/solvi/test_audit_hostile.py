@@ -4,6 +4,7 @@ not stores, and a store written to while it is verified."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sqlite3
@@ -19,12 +20,18 @@ from stores import BACKENDS, Backend
 from solvi import System
 from solvi.audit import StoredResponse, entry_hash, verify
 from solvi.journal import open_journal
+from solvi.record import canonical_json
 from solvi.storage import Store, StoreError, open_store
 from solvi.storecli import add_store_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = "(written outside solvi)"
 FIX = "give the path of a store a System wrote (System(store=...))"
+#: What every problem ends with: the next step.
+NEXT = (
+    "next: restore the store from a backup, then check that its entry at the sequence number "
+    "you kept still has the last_hash you kept"
+)
 
 
 def _fill(store: Store, system: System) -> None:
@@ -229,13 +236,13 @@ def test_editing_any_stored_column_is_reported(
     for statement in edit(db.kind):
         db.sql(statement)
     report = verify(store)
-    assert (report.ok, report.first_bad, report.problem) == (False, first_bad, problem(context))
+    expected = f"{problem(context)}; {NEXT}"
+    assert (report.ok, report.first_bad, report.problem) == (False, first_bad, expected)
     assert _cli(["audit", "verify", db.spec]) == 1
     where = "" if first_bad is None else f"first bad entry {first_bad}: "
     out = capsys.readouterr()
     assert out.out == (
-        f"{db.spec}: audit log TAMPERED: {where}{problem(context)} "
-        f"({report.entries} entries read)\n"
+        f"{db.spec}: audit log TAMPERED: {where}{expected} ({report.entries} entries read)\n"
     )
     assert out.err == ""
 
@@ -262,14 +269,15 @@ FORGED: list[tuple[str, int, dict[str, Any], str]] = [
         "not-json",
         2,
         {"payload": "not json"},
-        "entry 2 (decision) has a payload that is not JSON (Expecting value: line 1 column 1 "
-        f"(char 0)) {OUTSIDE}",
+        "entry 2 (decision of request 'r2') has a payload that is not JSON (Expecting value: "
+        f"line 1 column 1 (char 0)) {OUTSIDE}",
     ),
     (
         "a-list",
         2,
         {"payload": "[1, 2]"},
-        f"entry 2 (decision) has a payload that is a JSON list, not an object {OUTSIDE}",
+        f"entry 2 (decision of request 'r2') has a payload that is a JSON list, not an object "
+        f"{OUTSIDE}",
     ),
     (
         "lacking-keys",
@@ -291,6 +299,27 @@ FORGED: list[tuple[str, int, dict[str, Any], str]] = [
         "entry 4 is a second decision for request 'r1' (the first is entry 1); request ids "
         f"are unique {OUTSIDE}",
     ),
+    (
+        "nested-too-deeply",
+        4,
+        {"payload": "[" * 100_000 + "]" * 100_000},
+        f"entry 4 (safeguard of request 'r3') has a payload that nests too deeply to be read "
+        f"{OUTSIDE}",
+    ),
+    (
+        "a-bare-nan",
+        2,
+        {"payload": '{"catalog": NaN}'},
+        "entry 2 (decision of request 'r2') has a payload that holds a bare NaN, which solvi "
+        f"never writes {OUTSIDE}",
+    ),
+    (
+        "a-bare-infinity",
+        4,
+        {"payload": '{"catalog": "claims", "fact": -Infinity}'},
+        "entry 4 (safeguard of request 'r3') has a payload that holds a bare -Infinity, which "
+        f"solvi never writes {OUTSIDE}",
+    ),
 ]
 
 
@@ -306,7 +335,84 @@ def test_a_forged_entry_with_a_recomputed_hash_is_named(
         fields["payload"] = db.sql("SELECT payload FROM solvi_audit WHERE seq = 1")[0][0]
     _forge(db, seq, **fields)
     report = verify(store)
-    assert (report.ok, report.first_bad, report.problem) == (False, seq, problem)
+    assert (report.ok, report.first_bad, report.problem) == (False, seq, f"{problem}; {NEXT}")
+
+
+def _cli_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`solvi` run as a real process, so a traceback would show on its stderr."""
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from solvi.cli import main; sys.exit(main())", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_command_on_a_payload_nested_too_deeply_exits_1_without_a_traceback(
+    tmp_path: Path, system: System
+) -> None:
+    """Python's parser cannot read a hand-made deep nesting: a finding, not a RecursionError."""
+    path = tmp_path / "deep.db"
+    with open_store(path) as store:
+        _fill(store, system)
+    _forge(Backend("sqlite", str(path)), 4, payload="[" * 100_000 + "]" * 100_000)
+    done = _cli_process("audit", "verify", str(path))
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout == (
+        f"{path}: audit log TAMPERED: first bad entry 4: entry 4 (safeguard of request 'r3') "
+        f"has a payload that nests too deeply to be read {OUTSIDE}; {NEXT} (4 entries read)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        ("NaN", "holds a bare NaN, which solvi never writes"),
+        ("Infinity", "holds a bare Infinity, which solvi never writes"),
+        ("[" * 100_000 + "]" * 100_000, "nests too deeply to be read"),
+        ("nope", "is not JSON (Expecting value: line 1 column {column} (char {char}))"),
+    ],
+    ids=["nan", "infinity", "nested-too-deeply", "not-json"],
+)
+def test_a_record_solvi_could_not_have_written_is_named_though_its_entry_matches(
+    db: Backend, store: Store, system: System, value: str, what: str
+) -> None:
+    """A record edited to hold what solvi never writes, its entry and head rehashed to
+    match, is named in solvi's words, not Python's."""
+    _fill(store, system)
+    (text,) = db.sql("SELECT record FROM solvi_responses WHERE request_id = 'r4'")[0]
+    forged = f'{text[:-1]},"x":{value}}}'
+    (payload,) = db.sql("SELECT payload FROM solvi_audit WHERE seq = 5")[0]
+    decision = {**json.loads(payload), "stored": hashlib.sha256(forged.encode()).hexdigest()}
+    db.sql("UPDATE solvi_responses SET record = %s WHERE request_id = 'r4'", (forged,))
+    _forge(db, 5, payload=canonical_json(decision))
+    db.sql("UPDATE solvi_audit_head SET hash = (SELECT hash FROM solvi_audit WHERE seq = 5)")
+    report = verify(store)
+    char = len(forged) - len(value) - 1  # where the value starts
+    problem = what.format(column=char + 1, char=char)
+    assert (report.ok, report.first_bad, report.problem) == (
+        False,
+        5,
+        f"the stored record of request 'r4' {problem} {OUTSIDE}; {NEXT}",
+    )
+
+
+def test_the_command_says_what_to_do_next_once(
+    tmp_path: Path, system: System, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken log's report ends with one next step: restore, then check the kept hash."""
+    path = tmp_path / "cut.db"
+    with open_store(path) as store:
+        _fill(store, system)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM solvi_audit WHERE seq = 3")
+    conn.close()
+    assert _cli(["audit", "verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("next: ") == 1
+    assert out.endswith(f"(deleted); {NEXT} (3 entries read)\n")
 
 
 def test_a_dropped_audit_table_is_reported_not_raised(
@@ -320,10 +426,12 @@ def test_a_dropped_audit_table_is_reported_not_raised(
         "be checked"
     )
     report = verify(store)
-    assert (report.ok, report.first_bad, report.problem) == (False, None, problem)
-    assert str(report) == f"audit log broken: {problem}"
+    assert (report.ok, report.first_bad, report.problem) == (False, None, f"{problem}; {NEXT}")
+    assert str(report) == f"audit log broken: {problem}; {NEXT}"
     assert _cli(["audit", "verify", db.spec]) == 1
-    assert capsys.readouterr().out == f"{db.spec}: audit log TAMPERED: {problem} (0 entries read)\n"
+    assert capsys.readouterr().out == (
+        f"{db.spec}: audit log TAMPERED: {problem}; {NEXT} (0 entries read)\n"
+    )
 
 
 WRONG_TYPES: list[tuple[str, str, int | None, str]] = [
@@ -371,7 +479,7 @@ def test_a_value_of_the_wrong_type_is_named(
     conn.close()
     with open_store(path, read_only=True) as store:
         report = verify(store)
-    assert (report.ok, report.first_bad, report.problem) == (False, first_bad, problem)
+    assert (report.ok, report.first_bad, report.problem) == (False, first_bad, f"{problem}; {NEXT}")
     assert _cli(["audit", "verify", str(path)]) == 1
     assert problem in capsys.readouterr().out
 
@@ -389,7 +497,7 @@ def test_a_dropped_column_is_reported_not_raised(tmp_path: Path, system: System)
     assert (report.ok, report.first_bad) == (False, None)
     assert report.problem == (
         f"the store could not be read after entry 0: SQLite store {str(path)!r} cannot be "
-        f"read: no such column: payload"
+        f"read: no such column: payload; {NEXT}"
     )
 
 
@@ -459,6 +567,16 @@ NOT_STORES: list[tuple[str, Callable[[Path], None], Callable[[str], str]]] = [
         ),
     ),
     ("a-folder", _folder, lambda p: f"no SQLite store at {p!r}: a folder; {FIX}"),
+    (
+        "a-link-to-dev-zero",
+        lambda p: p.symlink_to("/dev/zero"),
+        lambda p: f"no SQLite store at {p!r}: a character device, not a regular file; {FIX}",
+    ),
+    (
+        "a-named-pipe",
+        lambda p: os.mkfifo(p),
+        lambda p: f"no SQLite store at {p!r}: a named pipe, not a regular file; {FIX}",
+    ),
 ]
 
 
@@ -488,6 +606,17 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_was(
         open_store(path, read_only=True)
     assert str(raised.value) == message(str(path))
     assert _snapshot(folder) == before
+
+
+def test_the_command_on_dev_null_says_it_is_no_regular_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """/dev/null exists, so "no such file" would mislead: it is named a device."""
+    assert _cli(["audit", "verify", os.devnull]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi audit verify: no SQLite store at {os.devnull!r}: a character device, not a "
+        f"regular file; {FIX}\n"
+    )
 
 
 def test_the_command_on_an_empty_file_prints_one_line_and_exits_2(tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ def test_replay_of_unchanged_records_exits_0_with_a_summary(
 ) -> None:
     """The System that wrote them replays both records the same: status 0."""
     target, path = stored
-    args = argparse.Namespace(target=f"{target}:system", store=str(path), since=None)
+    args = argparse.Namespace(target=f"{target}:system", store=str(path), since=None, strict=False)
     assert cmd_replay(args) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1
@@ -143,7 +143,7 @@ def test_replay_against_a_changed_rule_exits_1(
     target.write_text(
         textwrap.dedent(TARGET).replace("doubled > 10", "doubled > 100"), encoding="utf-8"
     )
-    args = argparse.Namespace(target=f"{target}:system", store=str(path), since=None)
+    args = argparse.Namespace(target=f"{target}:system", store=str(path), since=None, strict=False)
     assert cmd_replay(args) == EXIT_BROKEN
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 1
@@ -178,6 +178,6 @@ def test_replay_refuses_bad_options_with_status_2(
 ) -> None:
     """A bad --since, or a System without a store and no --store, before reading anything."""
     target, _ = stored
-    args = argparse.Namespace(target=f"{target}:system", store=store, since=since)
+    args = argparse.Namespace(target=f"{target}:system", store=store, since=since, strict=False)
     assert cmd_replay(args) == EXIT_USAGE
     assert capsys.readouterr().err == message.format(target=target)
