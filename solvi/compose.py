@@ -15,10 +15,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-import anyio
 import attrs
 
-from solvi.errors import RouteError, _alone
+from solvi._tasks import each
+from solvi.errors import RouteError
 from solvi.question import Question
 from solvi.record import canonical_json, record_hash, to_record_value
 from solvi.response import Answer, answer_of
@@ -476,12 +476,7 @@ class Vote:
         async def one(i: int) -> None:
             responses[i] = await self.systems[i].aask(state)
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for i in range(len(self.systems)):
-                    tg.start_soon(one, i)
-        except BaseExceptionGroup as group:
-            raise _alone(group) from None
+        await each(len(self.systems), one)
         return self._tally([r for r in responses if r is not None])
 
 

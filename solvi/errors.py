@@ -145,9 +145,3 @@ def _message(exc: BaseException) -> str:
 def _described(exc: BaseException) -> str:
     """``Type: message``, for a Cause or a warning."""
     return f"{type(exc).__name__}: {_message(exc)}"
-
-
-def _alone(group: BaseExceptionGroup[Any]) -> BaseException:
-    """A task group's single failure as itself, so the async way raises what the sync
-    way raises (a part's SystemExit included), not a group of one."""
-    return group.exceptions[0] if len(group.exceptions) == 1 else group

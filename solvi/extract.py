@@ -39,9 +39,10 @@ from solvi._run.async_ import call_part
 from solvi._run.scheduler import PRIOR_CALLS
 from solvi._run.steps import call_sync, cause_of, current_loop, effective_timeout, part_failed
 from solvi._run.threads import ThreadSlots
+from solvi._tasks import each
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
-from solvi.errors import PlanError, RecordError, _alone
+from solvi.errors import PlanError, RecordError
 from solvi.inputs import as_state
 from solvi.record import canonical_json, json_problem, shortened, to_record_value
 from solvi.response import Answer, Response, Safeguard
@@ -456,12 +457,7 @@ class TextReader:
             finally:
                 finished[i].set()
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for i in range(len(self.extracts)):
-                    tg.start_soon(one, i)
-        except BaseExceptionGroup as group:
-            raise _alone(group) from None
+        await each(len(self.extracts), one)
         return [r for r in results if r is not None]
 
     def request(

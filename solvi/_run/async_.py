@@ -38,8 +38,9 @@ from solvi._run.steps import (
     part_failed,
 )
 from solvi._run.threads import ThreadSlots
+from solvi._tasks import alone
 from solvi.costs import CostBook
-from solvi.errors import RequestIdTaken, _alone
+from solvi.errors import RequestIdTaken
 
 __all__ = ["call_part", "run_async", "run_node_async"]
 
@@ -382,4 +383,4 @@ async def run_async(
             ):
                 await driver.drive(drive)
     except BaseExceptionGroup as group:
-        raise _alone(group) from None
+        raise alone(group) from None
