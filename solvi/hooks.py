@@ -54,6 +54,13 @@ class StepEvent:
     duration: float | None = None
     message: str | None = None
 
+    @property
+    def failed(self) -> bool:
+        """The call ended without a value (it raised, timed out, or a crash interrupted
+        it): a safeguard of the request. A call cancelled with its request (a client
+        gone away) is no failure of the part."""
+        return self.outcome is not None and self.outcome not in ("ok", "cancelled")
+
 
 @attrs.frozen
 class RequestEvent:
@@ -189,7 +196,7 @@ class StructlogHook:
         log = self.logger.bind(catalog=event.catalog, request_id=event.request_id)
         duration_ms = None if event.duration is None else event.duration * 1000
         log.debug("step", part=event.part, outcome=event.outcome, duration_ms=duration_ms)
-        if event.outcome not in ("ok", "cancelled"):
+        if event.failed:
             log.warning("safeguard", kind=event.outcome, part=event.part, message=event.message)
 
     def request_finished(self, event: RequestEvent) -> None:

@@ -7,6 +7,7 @@ built or answers a request, never when this module is imported.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import json
@@ -91,8 +92,14 @@ def _refused_request(exc: RequestError | RecordError) -> ClientError:
     return ClientError(422, "unrecordable_value", msg, fact=exc.fact)
 
 
+#: refusals of a body not read to its end: the connection is closed after the answer,
+#: so that the server does not go on reading an upload no one wants
+_CLOSING = frozenset({408, 413})
+
+
 def _refuse(err: ClientError) -> Response:
-    return _json_response(_error_body(err.code, err.message, **err.details), err.status)
+    headers = {"connection": "close"} if err.status in _CLOSING else None
+    return _json_response(_error_body(err.code, err.message, **err.details), err.status, headers)
 
 
 @attrs.frozen
@@ -125,6 +132,14 @@ def _flow_json(system: System, flow: Flow) -> dict[str, Any]:
         ],
         "mermaid": flow.to_mermaid(),
     }
+
+
+_STOPPING = ClientError(
+    503,
+    "server_stopping",
+    "the server stopped before the answer was ready; the request was cancelled, so send it "
+    "again (to this server once it is back, or to another)",
+)
 
 
 class _Server:
@@ -165,9 +180,14 @@ class _Server:
             return _refuse(err)
         except ClientDisconnect:
             return _refuse(gone)
-        self.metrics.in_flight += 1
+        self.metrics.ask_began()
         try:
             res = await self._answer(request, state, options)
+        except asyncio.CancelledError:
+            # Not the client (that ends `_answer` quietly): the server stopped and its
+            # grace period ran out. The request was closed as cancelled in the journal;
+            # say so to the client rather than fail with a 500 and a traceback.
+            return _refuse(_STOPPING)
         except (RequestError, RecordError) as exc:
             return _refuse(_refused_request(exc))
         except ExceptionGroup as group:  # raised in the task group that watches the client
@@ -176,7 +196,7 @@ class _Server:
                 raise
             return _refuse(_refused_request(refused.exceptions[0]))  # type: ignore[arg-type]
         finally:
-            self.metrics.in_flight -= 1
+            self.metrics.ask_ended()
         if res is None:
             return _refuse(gone)
         from starlette.responses import Response
@@ -377,21 +397,36 @@ def asgi(
         Route("/openapi.json", server.openapi_json, methods=["GET"]),
     ]
     paths = frozenset(r.path for r in routes)
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(CountRequests, metrics=server.metrics, paths=paths)],
         exception_handlers={HTTPException: server.http_error},
-        lifespan=_closing(system) if close_system else None,
+        lifespan=_closing(system, server.metrics) if close_system else None,
     )
+    # `/v1/ask/` is not found (a JSON 404), not redirected to a URL built from the
+    # client's own Host header
+    app.router.redirect_slashes = False
+    return app
 
 
-def _closing(system: System) -> Any:
+#: the most seconds a closing app waits for cancelled requests to close their entries
+CLOSE_WAIT = 10.0
+
+
+def _closing(system: System, metrics: Metrics) -> Any:
     """A lifespan that closes `system` once the app has stopped serving (off the loop:
-    closing saves to the store and waits for the journal's writer)."""
+    closing saves to the store and waits for the journal's writer).
+
+    A server whose grace period ran out cancels the requests still running and then
+    shuts the app down at once; each of them is still closing its journal entry as
+    cancelled, so the System is closed only once they are done (or `CLOSE_WAIT`
+    seconds have passed).
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         yield
+        await metrics.drained(CLOSE_WAIT)
         await anyio.to_thread.run_sync(system.close)
 
     return lifespan

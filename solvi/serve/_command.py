@@ -72,6 +72,7 @@ def run(
     allow_overrides: bool = False,
     log_level: str = "info",
     aliases: bool = False,
+    shutdown_timeout: float = 30.0,
 ) -> None:
     """Serve the System named by `target` with uvicorn until interrupted.
 
@@ -93,6 +94,9 @@ def run(
         log_level: uvicorn's log level.
         aliases: read keys written in other conventions (``monthlyIncome``, a
             synonym the catalog declares) as the inputs they name (experimental).
+        shutdown_timeout: seconds a stopping server (SIGTERM, Ctrl-C) waits for the
+            requests in flight; those still running then are cancelled, which closes
+            them as cancelled in the journal, before the System is closed.
 
     Raises:
         ImportError: Starlette or uvicorn is not installed.
@@ -116,7 +120,14 @@ def run(
 
     protocol = header_deadline_protocol(read_timeout)
     check_listen(host, port)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, http=protocol)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=protocol,
+        timeout_graceful_shutdown=shutdown_timeout,
+    )
 
 
 def _port(text: str) -> int:
@@ -167,6 +178,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds a client has to send a request's headers, and again its body (10)",
     )
     parser.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        default=30.0,
+        help=(
+            "seconds a stopping server waits for requests in flight before it cancels "
+            "them, closing them as cancelled in the journal (30)"
+        ),
+    )
+    parser.add_argument(
         "--allow-overrides",
         action="store_true",
         help=(
@@ -203,6 +223,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             allow_overrides=args.allow_overrides,
             log_level=args.log_level,
             aliases=args.aliases,
+            shutdown_timeout=args.shutdown_timeout,
         )
     except TargetError as exc:
         sys.stderr.write(f"solvi serve: {exc}\n")
@@ -217,7 +238,7 @@ def add_serve_command(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
     """Register ``serve TARGET [--host] [--port] [--max-body] [--max-keys] [--read-timeout]
-    [--allow-overrides] [--aliases]`` on an argparse subparsers object.
+    [--shutdown-timeout] [--allow-overrides] [--aliases]`` on an argparse subparsers object.
 
     The sub-command sets ``run`` to a function taking the parsed arguments and
     returning the exit status (1 when building the target's System fails on a

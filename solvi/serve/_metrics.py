@@ -5,6 +5,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
+import anyio
+
 from solvi.hooks import RequestEvent, StepEvent
 from solvi.system import System
 
@@ -72,18 +74,37 @@ class Metrics:
         self.parts: dict[str, _Histogram] = {}
         self.asks = _Histogram()
         self.in_flight = 0
+        #: set when the last request in flight ends, while the app waits to close
+        self._drained: anyio.Event | None = None
+
+    def ask_began(self) -> None:
+        """A POST /v1/ask is being answered."""
+        self.in_flight += 1
+
+    def ask_ended(self) -> None:
+        """A POST /v1/ask has ended, answered or not."""
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._drained is not None:
+            self._drained.set()
+
+    async def drained(self, seconds: float) -> None:
+        """Return once no POST /v1/ask is in flight, or `seconds` from now."""
+        if self.in_flight:
+            self._drained = anyio.Event()
+            with anyio.move_on_after(seconds):
+                await self._drained.wait()
 
     def count_http(self, path: str, method: str, status: int) -> None:
         key = (path, method, status)
         self.http[key] = self.http.get(key, 0) + 1
 
     def step_finished(self, event: StepEvent) -> None:
-        """A call ended: its duration, and a safeguard unless it returned a value."""
+        """A call ended: its duration, and a safeguard when the part failed."""
         hist = self.parts.get(event.part)
         if hist is None:
             hist = self.parts[event.part] = _Histogram()
         hist.observe(event.duration or 0.0)
-        if event.outcome != "ok":
+        if event.failed:
             kind = (str(event.outcome), event.part)
             self.safeguards[kind] = self.safeguards.get(kind, 0) + 1
 

@@ -43,11 +43,12 @@ HEAD_LIMIT = 16 * 1024
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
-def _error_response(status: str, code: str, message: str, limit: float) -> bytes:
+def _error_response(status: str, code: str, message: str, limit: float | None = None) -> bytes:
     """A JSON error that closes the connection, for what is refused before any app runs."""
-    body = json.dumps(
-        {"error": {"code": code, "message": message, "limit": limit}}, separators=(",", ":")
-    ).encode()
+    error: dict[str, Any] = {"code": code, "message": message}
+    if limit is not None:
+        error["limit"] = limit
+    body = json.dumps({"error": error}, separators=(",", ":")).encode()
     head = (
         f"HTTP/1.1 {status}\r\n"
         "content-type: application/json\r\n"
@@ -55,6 +56,14 @@ def _error_response(status: str, code: str, message: str, limit: float) -> bytes
         "connection: close\r\n\r\n"
     )
     return head.encode("ascii") + body
+
+
+def _invalid_response() -> bytes:
+    message = (
+        "the request is not valid HTTP/1.1 (a malformed request line, header, "
+        "Content-Length or chunk); send a well-formed request"
+    )
+    return _error_response("400 Bad Request", "invalid_request", message)
 
 
 def _timeout_response(seconds: float) -> bytes:
@@ -121,6 +130,12 @@ class _HeaderDeadline(H11Protocol):
                 self.transport.close()
                 return
         super().handle_events()
+
+    def send_400_response(self, msg: str) -> None:
+        """What h11 cannot parse gets solvi's JSON error, not uvicorn's plain text."""
+        self._stop()
+        self.transport.write(_invalid_response())
+        self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop()

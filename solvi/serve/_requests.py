@@ -125,7 +125,8 @@ def _boolean(name: str, text: str) -> bool:
 
 def _seconds(name: str, text: str) -> float:
     try:
-        value = float(text)
+        # float() also reads "1_000" and padded text, which no other reader takes
+        value = math.nan if "_" in text or text != text.strip() else float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
@@ -174,14 +175,31 @@ def plan_keys(params: QueryParams) -> list[str]:
 
 def check_media_type(request: Request) -> None:
     header = request.headers.get("content-type")
-    media = (header or "").split(";", 1)[0].strip().lower()
+    media, _, parameters = (header or "").partition(";")
+    media = media.strip().lower()
     if media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     ):
-        return
+        charset = _charset(parameters)
+        if charset is None or charset in ("utf-8", "utf8"):
+            return
+        msg = (
+            f"the body must be UTF-8 JSON, but its Content-Type says charset={charset}; "
+            f"send it as UTF-8 with Content-Type: application/json"
+        )
+        raise ClientError(415, "unsupported_media_type", msg)
     got = "no Content-Type" if header is None else f"Content-Type {header!r}"
     msg = f"the body must be JSON, got {got}; send the state with Content-Type: application/json"
     raise ClientError(415, "unsupported_media_type", msg)
+
+
+def _charset(parameters: str) -> str | None:
+    """The charset a Content-Type's parameters name (lower case, unquoted), if any."""
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
 
 
 def _too_large(size: int, limit: int) -> ClientError:
@@ -200,6 +218,11 @@ async def read_body(request: Request, limit: int, seconds: float) -> bytes:
     byte every second is cut off as surely as one that stops.
     """
     declared = request.headers.get("content-length")
+    if declared is not None and "transfer-encoding" in request.headers:
+        # Which one frames the body is where a proxy and a server can disagree
+        # (request smuggling): refused, as RFC 9112 allows.
+        msg = "the request has both Content-Length and Transfer-Encoding headers; send one of them"
+        raise ClientError(400, "invalid_request", msg)
     if declared is not None:
         digits = declared.strip()
         # ASCII digits only ("²" is a digit to str.isdigit), and few enough for int()

@@ -178,6 +178,8 @@ ERROR_CASES: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("bad bool", "/v1/ask?early_exit=yes", {"json": {}}, 400, "invalid_query"),
     ("bad timeout", "/v1/ask?timeout=-2", {"json": {}}, 400, "invalid_query"),
     ("nan timeout", "/v1/ask?timeout=nan", {"json": {}}, 400, "invalid_query"),
+    ("underscored timeout", "/v1/ask?timeout=1_000", {"json": {}}, 400, "invalid_query"),
+    ("padded timeout", "/v1/ask?timeout=%202", {"json": {}}, 400, "invalid_query"),
     ("typo", "/v1/ask?earlyexit=true", {"json": {}}, 400, "invalid_query"),
     ("twice", "/v1/ask?speculate=true&speculate=false", {"json": {}}, 400, "invalid_query"),
 ]

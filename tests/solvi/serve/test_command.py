@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import textwrap
 from pathlib import Path
@@ -303,3 +304,108 @@ def test_stopping_the_server_closes_the_system_and_saves_what_it_learned(
     assert {part: n for part, (n, _) in costs.items()} == {"score": 30, "approve": 30}
     assert len(list(saved.iter_records())) == 30
     saved.close()
+
+
+SLOW_APP = """
+import os
+
+import anyio
+
+from solvi import Catalog, Question, System
+
+cat = Catalog("slow")
+
+
+@cat.fn
+async def lookup(x: int) -> int:
+    await anyio.sleep(60)
+    return x
+
+
+@cat.rule
+def approve(lookup: int) -> bool:
+    return lookup > 0
+
+
+system = System(cat, [Question("approve", forced=False)], journal=os.environ["SOLVI_JOURNAL"])
+"""
+
+
+def test_a_stopped_server_cancels_what_outlives_its_grace_period(tmp_path: Path) -> None:
+    """SIGTERM with requests that would run for a minute: after --shutdown-timeout the
+    server cancels them, each client gets a 503 saying so, the process exits, and the
+    journal holds no open request (each was closed as cancelled before the System was)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import serving
+
+    from solvi import recovery
+    from solvi.journal import open_journal
+
+    app = tmp_path / "slow_app.py"
+    app.write_text(SLOW_APP)
+    journal = tmp_path / "journal.db"
+    port = serving.free_port()
+    command = serving.serve_command(f"{app}:system", port, "--shutdown-timeout", "0.5")
+    server = subprocess.Popen(
+        command,
+        env={**os.environ, "SOLVI_JOURNAL": str(journal)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    clients = None
+    try:
+        deadline = time.monotonic() + 20
+        with httpx.Client(trust_env=False, timeout=1) as http:
+            while True:
+                assert server.poll() is None, "the server exited before answering"
+                with contextlib.suppress(httpx.TransportError):
+                    if http.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                        break
+                assert time.monotonic() < deadline, "the server did not answer /healthz"
+                time.sleep(0.05)
+        clients = subprocess.Popen(
+            [sys.executable, "-c", _CLIENTS.format(port=port, n=8)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        running = open_journal(journal)
+        deadline = time.monotonic() + 20
+        while len(recovery.inspect(running, "slow")) < 8:  # all eight are running
+            assert time.monotonic() < deadline, "the requests did not start"
+            time.sleep(0.05)
+        server.send_signal(signal.SIGTERM)
+        # uvicorn stops cleanly, then raises the signal again as its exit status
+        assert server.wait(timeout=20) in (0, -signal.SIGTERM)
+        out, _ = clients.communicate(timeout=30)
+        assert json.loads(out) == [["503", "server_stopping"]] * 8
+        assert recovery.inspect(running, "slow") == []
+        running.close()
+    finally:
+        for process in (server, clients):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+
+
+#: eight clients posting at once, printing each answer's status and error code
+_CLIENTS = """
+import asyncio, json
+async def one():
+    r, w = await asyncio.open_connection("127.0.0.1", {port})
+    w.write(b"POST /v1/ask HTTP/1.1\\r\\nHost: t\\r\\nContent-Type: application/json\\r\\n"
+            b"Content-Length: 8\\r\\n\\r\\n" + b'{{"x": 1}}')
+    await w.drain()
+    data = await asyncio.wait_for(r.read(), 30)
+    head, _, text = data.partition(b"\\r\\n\\r\\n")
+    return head.split(b" ", 2)[1].decode(), json.loads(text)["error"]["code"]
+async def main():
+    print(json.dumps(await asyncio.gather(*[one() for _ in range({n})])))
+asyncio.run(main())
+"""

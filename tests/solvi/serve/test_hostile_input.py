@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from flows.serve_app import make_system
@@ -121,3 +122,74 @@ async def test_limits_of_one_are_said_in_the_singular() -> None:
         r = await client.post("/v1/ask", content=b"{}", headers=JSON)
     assert r.status_code == 413
     assert "more than this server accepts (1 byte);" in r.json()["error"]["message"]
+
+
+async def _raw(headers: list[tuple[bytes, bytes]], path: str = "/v1/ask") -> tuple[int, Any]:
+    """One request straight to the app, with exactly these headers: its status and body."""
+    app = asgi(_echo())
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": headers,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("test", 80),
+        "client": ("test", 1),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return sent[0]["status"], json.loads(body)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("charset", ["latin-1", "UTF-16", '"iso-8859-1"'])
+async def test_a_body_in_another_charset_is_refused(charset: str) -> None:
+    """The body is read as UTF-8, so a Content-Type naming another charset is a 415."""
+    header = f"application/json; charset={charset}".encode()
+    status, body = await _raw([(b"content-type", header), (b"content-length", b"2")])
+    named = charset.strip('"').lower()
+    assert status == 415
+    assert body["error"]["message"].startswith(
+        f"the body must be UTF-8 JSON, but its Content-Type says charset={named}"
+    )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", '"utf-8"'])
+async def test_utf8_named_as_such_is_taken(charset: str) -> None:
+    """Naming UTF-8 as the charset, in any spelling a client uses, is fine."""
+    header = f"application/json; charset={charset}".encode()
+    status, _ = await _raw([(b"content-type", header), (b"content-length", b"2")])
+    assert status == 200
+
+
+@pytest.mark.asyncio
+async def test_content_length_beside_transfer_encoding_is_refused() -> None:
+    """Two framings of one body are where a proxy and a server can disagree: a 400."""
+    status, body = await _raw(
+        [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"2"),
+            (b"transfer-encoding", b"chunked"),
+        ]
+    )
+    assert (status, body["error"]["code"]) == (400, "invalid_request")
+    assert "both Content-Length and Transfer-Encoding" in body["error"]["message"]
+
+
+@pytest.mark.asyncio
+async def test_a_trailing_slash_is_not_found_not_redirected() -> None:
+    """`/v1/ask/` is a JSON 404, not a redirect to a URL built from the client's Host."""
+    status, body = await _raw([(b"content-type", b"application/json")], path="/v1/ask/")
+    assert (status, body["error"]["code"]) == (404, "not_found")

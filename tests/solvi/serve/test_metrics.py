@@ -103,3 +103,16 @@ def test_a_bucket_bound_is_inclusive_and_past_the_last_only_inf_counts() -> None
     assert 'solvi_part_duration_seconds_bucket{part="p",le="10.0"} 1' in lines
     assert 'solvi_part_duration_seconds_bucket{part="p",le="+Inf"} 2' in lines
     assert 'solvi_safeguards_total{kind="timeout",part="p"} 1' in lines
+
+
+def test_a_call_cancelled_with_its_request_is_no_safeguard() -> None:
+    """A client gone away cancels its calls: their time is kept, but no part failed."""
+    metrics = Metrics(_system())
+    for outcome in ("cancelled", "error", "timeout", "interrupted", "ok"):
+        metrics.step_finished(StepEvent("r", "shop", "price", "price", 0.0, outcome, 0.1))
+    assert metrics.safeguards == {
+        ("error", "price"): 1,
+        ("timeout", "price"): 1,
+        ("interrupted", "price"): 1,
+    }
+    assert metrics.parts["price"].count == 5

@@ -421,3 +421,37 @@ def test_a_head_under_16_kib_is_answered(server: tuple[str, int]) -> None:
     """A large head within the limit reaches the app."""
     received, _ = _exchange(server, _get_with_header(15_000))
     assert received.startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"POST /v1/ask HTTP/1.1\r\nHost: x\r\ncontent-length: abc\r\n\r\n",
+        b"POST /v1/ask HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+        b"GET /healthz HTTP/1.1\r\n\r\n",  # no Host header
+    ],
+    ids=["content-length", "chunk-size", "no-host"],
+)
+def test_a_request_h11_cannot_parse_gets_a_json_400(server: tuple[str, int], head: bytes) -> None:
+    """Malformed HTTP is answered in the same JSON as every other refusal, then closed."""
+    received, _ = _exchange(server, head)
+    status, body = _split(received)
+    assert status == "HTTP/1.1 400 Bad Request"
+    assert body["error"]["code"] == "invalid_request"
+    assert b"connection: close" in received.partition(b"\r\n\r\n")[0]
+
+
+def test_a_body_too_large_is_refused_and_the_connection_closed_at_once(
+    server: tuple[str, int],
+) -> None:
+    """A 413 from Content-Length closes the connection: the upload is not read for the
+    read timeout after it, as a body left unread after another answer is."""
+    head = (
+        b"POST /v1/ask HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        b"content-length: 100000000\r\n\r\n"
+    )
+    received, elapsed = _exchange(server, head + b"{" * 1000)
+    status, body = _split(received)
+    assert status == "HTTP/1.1 413 Request Entity Too Large"
+    assert body["error"]["code"] == "body_too_large"
+    assert elapsed < 0.8  # the read timeout is 1 s
