@@ -52,10 +52,13 @@ def test_defaults_and_every_option_are_read() -> None:
         10.0,
     )
     assert (args.allow_overrides, args.aliases, args.log_level) == (False, False, "info")
+    assert args.shutdown_timeout == 30.0
     args = _parse(
         "m:system", "--host", "0.0.0.0", "--port", "0", "--max-body", "10", "--max-keys", "3",
         "--read-timeout", "2.5", "--allow-overrides", "--aliases", "--log-level", "debug",
+        "--shutdown-timeout", "0.5",
     )  # fmt: skip
+    assert args.shutdown_timeout == 0.5
     assert (args.host, args.port, args.max_body, args.max_keys, args.read_timeout) == (
         "0.0.0.0",
         0,
@@ -75,6 +78,7 @@ def test_defaults_and_every_option_are_read() -> None:
         ("--max-keys", "1.5", "give a positive whole number, got '1.5'"),
         ("--read-timeout", "inf", "give a positive number of seconds (e.g. 2.5), got 'inf'"),
         ("--read-timeout", "0", "give a positive number of seconds (e.g. 2.5), got '0'"),
+        ("--shutdown-timeout", "-1", "give a positive number of seconds (e.g. 2.5), got '-1'"),
     ],
 )
 def test_a_bad_option_value_is_a_usage_error(
