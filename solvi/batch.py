@@ -130,13 +130,20 @@ def ask_many(
                 results[i] = _attempt(system.ask, i, state)
                 bar.step()
         else:
-            with ThreadPoolExecutor(min(workers, len(items)), "solvi-batch") as pool:
+            pool = ThreadPoolExecutor(min(workers, len(items)), "solvi-batch")
+            try:
                 futures: dict[Future[Result | Failed], int] = {
                     pool.submit(_attempt, system.ask, i, state): i for i, state in enumerate(items)
                 }
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.step()
+            except BaseException:
+                # Ctrl-C, say: the requests not yet begun are dropped, not run to the end
+                # while the caller waits; those running finish, as in a one-worker batch.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
     finally:
         bar.close()
     return [r for r in results if r is not None]

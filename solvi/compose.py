@@ -10,6 +10,7 @@ bounded concurrency, one result (or `Failed`) per request, in input order.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from types import MappingProxyType
@@ -194,12 +195,39 @@ def _labels(members: Sequence[Askable]) -> tuple[str, ...]:
     """One name per member: its own, or ``name#n`` where distinct members share a name."""
     distinct = list({id(m): m for m in members}.values())
     names = [d.name for d in distinct]
+    taken = set(names)  # a member named "a#1" keeps that name: no suffix may reuse it
     seen: dict[str, int] = {}
     label: dict[int, str] = {}
     for d in distinct:
-        seen[d.name] = seen.get(d.name, 0) + 1
-        label[id(d)] = d.name if names.count(d.name) == 1 else f"{d.name}#{seen[d.name]}"
+        if names.count(d.name) == 1:
+            label[id(d)] = d.name
+            continue
+        while True:
+            seen[d.name] = seen.get(d.name, 0) + 1
+            candidate = f"{d.name}#{seen[d.name]}"
+            if candidate not in taken:
+                break
+        taken.add(candidate)
+        label[id(d)] = candidate
     return tuple(label[id(m)] for m in members)
+
+
+def _number_kind(value: Any) -> type | None:
+    """bool, int or float for a number (NumPy's too), else None."""
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, numbers.Integral):
+        return int
+    if isinstance(value, numbers.Real):
+        return float
+    return None
+
+
+def _same_kind(value: Any, routes: Mapping[Any, Any]) -> bool:
+    """Whether the route a dict found for `value` is keyed by a number of the same kind:
+    True equals 1 and 1.0 to a dict, but a request saying True means no route 1."""
+    kind = _number_kind(value)
+    return any(k == value and _number_kind(k) is kind for k in routes)
 
 
 def _union_questions(members: Iterable[Askable]) -> tuple[Question, ...]:
@@ -464,19 +492,28 @@ class Vote:
     async def aask(self, state: Mapping[str, Any]) -> Composite:
         """Ask every system concurrently, in one task group, and count the votes.
 
-        The answers and hash equal those of `ask`. If a member raises, the
-        others are cancelled and the error is raised.
+        The answers and hash equal those of `ask`, and so does what it raises:
+        when members raise, every member still runs to its end and the error of
+        the first in order is raised, as `ask` (which asks them in order) raises
+        it, whichever failed first in time.
 
         Raises:
             TypeError: `state` is not a mapping (or a member rejects it).
         """
         _check_state("Vote", state)
         responses: list[Result | None] = [None] * len(self.systems)
+        errors: list[Exception | None] = [None] * len(self.systems)
 
         async def one(i: int) -> None:
-            responses[i] = await self.systems[i].aask(state)
+            try:
+                responses[i] = await self.systems[i].aask(state)
+            except Exception as exc:  # kept for its place in the order, raised below
+                errors[i] = exc
 
         await each(len(self.systems), one)
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
         return self._tally([r for r in responses if r is not None])
 
 
@@ -570,6 +607,8 @@ class Route:
             member = self.routes.get(value)
         except TypeError:  # an unhashable value matches no route
             member = None
+        if member is not None and not _same_kind(value, self.routes):
+            member = None  # True or 1.0 is not the route 1, though a dict finds it
         if member is not None:
             return member, False
         if self.default is not None:

@@ -25,8 +25,9 @@ its facts are missing, and the questions that need them abstain.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from time import perf_counter
 from types import MappingProxyType
@@ -42,8 +43,8 @@ from solvi._run.threads import ThreadSlots
 from solvi._tasks import each
 from solvi.aliases import AliasError, Aliases
 from solvi.catalog import Catalog, Part
-from solvi.errors import PlanError, RecordError
-from solvi.inputs import as_state
+from solvi.errors import PlanError, RecordError, RequestError, _closest
+from solvi.inputs import as_state, check_request_id
 from solvi.record import canonical_json, json_problem, shortened, to_record_value
 from solvi.response import Answer, Response, Safeguard
 
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTRACTS",
+    "FROM_TEXT",
     "TEXT",
     "ExtractStep",
     "Overruled",
@@ -61,6 +63,7 @@ __all__ = [
     "TextResponse",
     "aask_text",
     "ask_text",
+    "check_not_text",
     "respond",
 ]
 
@@ -460,11 +463,10 @@ class TextReader:
         await each(len(self.extracts), one)
         return [r for r in results if r is not None]
 
-    def request(
-        self, called: Sequence[_Called], text: str, state: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """The request: the caller's state, the facts the extracts agree on, the text,
-        and what the extracts did.
+    @staticmethod
+    def given(state: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The caller's state, checked before any extract runs: a request that would be
+        refused costs no extract call.
 
         Raises:
             TypeError: `state` is not a mapping with string keys.
@@ -479,6 +481,13 @@ class TextReader:
                     f"of the state"
                 )
                 raise ValueError(msg)
+        return given_state
+
+    def request(
+        self, called: Sequence[_Called], text: str, given_state: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The request: the caller's state (checked by `given`), the facts the extracts
+        agree on, the text, and what the extracts did."""
         merged, given = _merge(called)
         out = dict(given_state)
         conflicts: dict[str, dict[str, Any]] = {}
@@ -535,11 +544,55 @@ def _heard(
     return None
 
 
-def _checked(text: object) -> str:
+#: set while `ask_text` asks the request it made: only then may a request carry
+#: ``$extracts`` (a plain request that did could claim extract safeguards never had)
+FROM_TEXT: contextvars.ContextVar[bool] = contextvars.ContextVar("solvi_from_text", default=False)
+
+
+def check_not_text(state: Mapping[str, Any]) -> None:
+    """Refuse ``$extracts`` in a request that `ask_text` did not make.
+
+    Raises:
+        RequestError: naming the key and what to call instead.
+    """
+    if EXTRACTS in state and not FROM_TEXT.get():
+        msg = (
+            f"request key {EXTRACTS!r} is what ask_text records of its extracts; a request "
+            f"may not bring it: leave it out, or ask with system.ask_text(text)"
+        )
+        raise RequestError(msg, key=EXTRACTS)
+
+
+def _before_extracts(
+    system: System, ask: Callable[..., Any], text: object, state: Any, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What `ask_text` checks before any extract runs (a paid model call, say), so that
+    a request that would be refused costs none, and counts in no statistic.
+
+    Raises:
+        TypeError: `text` is not a str, `state` not a mapping with string keys, or an
+            option is not one of `ask`'s (`aask`'s).
+        ValueError: `state` sets ``text`` or ``$extracts``.
+        RequestError: `state` sets a fact a hard check relies on, or ``request_id``
+            is no id a journal could hold.
+    """
     if not isinstance(text, str):
         msg = f"ask_text takes the text as a str, got {type(text).__name__}"
         raise TypeError(msg)
-    return text
+    given = TextReader.given(state)
+    known = [p for p in inspect.signature(ask).parameters if p != "state"]
+    for name in options:
+        if name not in known:
+            msg = (
+                f"{ask.__name__}_text got an unknown option {name!r}"
+                f"{_closest(name, known)}; it takes those of {ask.__name__}: "
+                f"{', '.join(known)}"
+            )
+            raise TypeError(msg)
+    system.guard.check(given)
+    if options.get("request_id") is not None:
+        check_request_id(options["request_id"])
+    return given
 
 
 def _observe(system: System, called: Sequence[_Called]) -> tuple[int, int]:
@@ -585,14 +638,17 @@ def ask_text(
         RequestError: `state` sets a fact a hard check relies on (as under `ask`).
     """
     reader: TextReader = self._text
-    called = reader.read(_checked(text), options.get("timeout"))
+    given = _before_extracts(self, self.ask, text, state, options)
+    called = reader.read(text, options.get("timeout"))
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
-    request = reader.request(called, text, state)
+    request = reader.request(called, text, given)
     token = _heard(self, reader, called, options)
+    text_token = FROM_TEXT.set(True)
     try:
         return _as_text(self.ask(request, **options))
     finally:
+        FROM_TEXT.reset(text_token)
         if token is not None:
             PRIOR_CALLS.reset(token)
 
@@ -624,14 +680,17 @@ async def aask_text(
         RequestError: `state` sets a fact a hard check relies on (as under `aask`).
     """
     reader: TextReader = self._text
+    given = _before_extracts(self, self.aask, text, state, options)
     loop = current_loop()
-    called = await reader.aread(_checked(text), options.get("timeout"), self._thread_slots.of(loop))
+    called = await reader.aread(text, options.get("timeout"), self._thread_slots.of(loop))
     timeouts, errors = _observe(self, called)
     self._tally(timeouts=timeouts, errors=errors)
-    request = reader.request(called, text, state)
+    request = reader.request(called, text, given)
     token = _heard(self, reader, called, options)
+    text_token = FROM_TEXT.set(True)
     try:
         return _as_text(await self.aask(request, **options))
     finally:
+        FROM_TEXT.reset(text_token)
         if token is not None:
             PRIOR_CALLS.reset(token)

@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import random
+import reprlib
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +49,7 @@ from solvi.order import (
     class_probabilities,
     features_of,
     fit_scores,
+    is_label,
     read_checkpoint,
 )
 from solvi.question import Question
@@ -227,10 +229,15 @@ def _labels(labels: Iterable[Any], n: int) -> tuple[list[Label], tuple[Label, ..
         msg = f"fit needs at least {MIN_EXAMPLES} labelled states, got {n}"
         raise ValueError(msg)
     for i, label in enumerate(given):
-        if not isinstance(label, str | int) or (isinstance(label, str) and len(label) > 200):
+        if not is_label(label):
+            shown = (
+                f"an integer of {label.bit_length():,} bits"
+                if isinstance(label, int) and label.bit_length() > 64
+                else reprlib.repr(label)
+            )
             msg = (
-                f"fit: label {i} is {label!r} ({type(label).__name__}); a label is a string "
-                f"(at most 200 characters), a whole number or a boolean"
+                f"fit: label {i} is {shown} ({type(label).__name__}); a label is a string "
+                f"(at most 200 characters), a whole number of at most 64 bits or a boolean"
             )
             raise TypeError(msg)
     kinds = sorted({type(label).__name__ for label in given})

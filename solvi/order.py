@@ -42,6 +42,7 @@ __all__ = [
     "class_probabilities",
     "features_of",
     "fit_scores",
+    "is_label",
     "read_checkpoint",
 ]
 
@@ -499,8 +500,20 @@ class Head:
 
     def decide(self, vals: Mapping[str, Any]) -> tuple[Label, float]:
         """The most likely class for a request's values and its probability (ties go to
-        the first class)."""
+        the first class).
+
+        Raises:
+            ValueError: the values are so far from the training rows that the model's
+                terms overflow to infinities of both signs, so no class is likelier.
+        """
         probs = self.probabilities(features_of(vals, self.facts))
+        if not all(math.isfinite(p) for p in probs):
+            msg = (
+                f"head {self.question}@{self.digest[:8]} cannot score this request: its "
+                f"features ({', '.join(self.facts)}) are so far from the rows it was fitted "
+                f"on that the model's terms overflow"
+            )
+            raise ValueError(msg)
         best = max(range(len(probs)), key=lambda i: (probs[i], -i))
         return self.classes[best], probs[best]
 
@@ -555,17 +568,33 @@ class Head:
                 len(models),
                 source,
             )
+        if len(set(facts)) != len(facts):
+            _refuse(f"{where}.facts must name each fact once", facts, source)
+        for model in models:
+            for column, _ in model.coef:
+                if not any(_of_fact(column, f) for f in facts):
+                    _refuse(
+                        f"{where}: model column {column!r} is no feature of its facts "
+                        f"({', '.join(facts) or 'none'})",
+                        column,
+                        source,
+                    )
         budget = d["budget_ms"]
+        if budget is not None:
+            budget = _milliseconds(budget, f"{where}.budget_ms", source)
+        accuracy = _number(d["accuracy"], f"{where}.accuracy", source)
+        if not 0.0 <= accuracy <= 1.0:
+            _refuse(f"{where}.accuracy must be from 0 to 1", accuracy, source)
         head = cls(
             question=question,
             facts=facts,
             classes=classes,
             models=models,
             catalog_version=_text(d["catalog_version"], f"{where}.catalog_version", source),
-            cost_ms=_number(d["cost_ms"], f"{where}.cost_ms", source),
-            budget_ms=None if budget is None else _number(budget, f"{where}.budget_ms", source),
-            accuracy=_number(d["accuracy"], f"{where}.accuracy", source),
-            rows=_count(d["rows"], f"{where}.rows", source),
+            cost_ms=_milliseconds(d["cost_ms"], f"{where}.cost_ms", source),
+            budget_ms=budget,
+            accuracy=accuracy,
+            rows=_count(d["rows"], f"{where}.rows", source, least=1),
         )
         return head
 
@@ -638,18 +667,39 @@ def _columns(value: Any, where: str, source: str) -> dict[str, float]:
     return {column: _number(v, f"{where}[{column!r}]", source) for column, v in value.items()}
 
 
-def _count(value: Any, where: str, source: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        _refuse(f"{where} must be a whole number, 0 or more", value, source)
+def _count(value: Any, where: str, source: str, *, least: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        _refuse(f"{where} must be a whole number, {least} or more", value, source)
     return value
 
 
+def _milliseconds(value: Any, where: str, source: str) -> float:
+    number = _number(value, where, source)
+    if number < 0:
+        _refuse(f"{where} must be a number of milliseconds, 0 or more", value, source)
+    return number
+
+
+def _of_fact(column: str, fact: str) -> bool:
+    """Whether `features_of` makes `column` from `fact` (itself, ``fact=text``, or one
+    level into a dict, ``fact.key`` and ``fact.key=text``)."""
+    return column == fact or column.startswith((f"{fact}=", f"{fact}."))
+
+
+def is_label(value: object) -> bool:
+    """A class a head can be trained on: a string of at most 200 characters, a whole
+    number of at most 64 bits, or a boolean (JSON keeps each exactly)."""
+    if isinstance(value, str):
+        return len(value) <= 200
+    return isinstance(value, int) and -(2**63) <= value < 2**63
+
+
 def _label(value: Any, where: str, source: str) -> Label:
-    if isinstance(value, str) and len(value) <= 200:
-        return value
-    if isinstance(value, bool | int):
-        return value
-    _refuse(f"{where} must be a string, a whole number or a boolean", value, source)
+    if is_label(value):
+        return value  # type: ignore[no-any-return]  # is_label checked the type
+    _refuse(
+        f"{where} must be a string, a whole number of at most 64 bits or a boolean", value, source
+    )
 
 
 def _score(value: Any, where: str, source: str) -> LinearScore:

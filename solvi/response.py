@@ -63,7 +63,7 @@ class Answer:
     answered), ``"forced"`` (a failed hard check imposed the question's `forced`
     value) or ``"abstained"`` (no answer; `reason` says why and `guard` names
     what stopped it: a hard check, or ``"timeout"``, ``"error"``, ``"inputs"``,
-    ``"cycle"``). `facts` holds the question's targets that were computed; it is
+    ``"cycle"``, ``"head"``). `facts` holds the question's targets that were computed; it is
     left out of equality, since early exit computes fewer of them without
     changing the answer. `probability` is set when a head answered: how likely
     the head found its answer.
@@ -196,7 +196,10 @@ class Response:
             return Answer("decided", run.vals[fact], f"rule {fact}", None, facts)
         plan = self._program.flow.questions[q]
         if isinstance(plan, HeadPlan):
-            label, p = plan.head.decide(run.vals)
+            try:
+                label, p = plan.head.decide(run.vals)
+            except ValueError as exc:
+                return Answer("abstained", None, str(exc), "head", facts)
             return Answer("decided", label, plan.head.reason(label, p), None, facts, p)
         value = {f: run.vals[f] for f in slot.answer_facts if f in run.vals}
         return Answer("decided", value, "reported facts", None, facts)

@@ -500,6 +500,7 @@ class System:
         # A copy: the caller may reuse its dict for the next request, and the record
         # is made later, from this.
         state = dict(state) if type(state) is dict else self._as_state(state)
+        extract.check_not_text(state)
         if early_exit is not None:
             check_flag("early_exit", early_exit)
         if timeout is not None:

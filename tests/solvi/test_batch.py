@@ -3,7 +3,9 @@ raises becomes a `Failed` in its place, concurrency bounded exactly, arguments c
 
 from __future__ import annotations
 
+import _thread
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -122,3 +124,30 @@ def test_aask_many_checks_its_limit_before_starting() -> None:
     """limit=0 is refused naming limit."""
     with pytest.raises(ValueError, match=r"^limit must be a positive whole number .*got 0$"):
         anyio.run(lambda: aask_many(Doubler(), STATES, limit=0))
+
+
+class Slow:
+    """Takes 20 ms per request and counts them."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def ask(self, state: Mapping[str, Any]) -> int:
+        """One more call, after 20 ms."""
+        self.calls += 1
+        time.sleep(0.02)
+        return 1
+
+
+def test_ctrl_c_stops_a_threaded_batch_without_running_the_rest() -> None:
+    """KeyboardInterrupt in the caller drops the requests not yet begun: 200 of 20 ms on
+    two workers would take 2 s; it returns after the requests already running."""
+    slow = Slow()
+    timer = threading.Timer(0.1, _thread.interrupt_main)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        ask_many(slow, [{"n": i} for i in range(200)], workers=2)
+    timer.join()
+    assert slow.calls <= 30
+    assert time.monotonic() - started < 1.0

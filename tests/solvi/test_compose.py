@@ -289,6 +289,12 @@ def test_members_with_one_name_get_distinct_labels() -> None:
     )
 
 
+def test_a_label_made_for_a_shared_name_is_never_another_members_name() -> None:
+    """Members named a, a and a#1: the two a's become a#2 and a#3, not a#1 twice."""
+    vote = Vote([_system("a", True), _system("a", True), _system("a#1", True)])
+    assert vote.name == "vote(a#2, a#3, a#1)"
+
+
 # -- Route ----------------------------------------------------------------------
 
 
@@ -329,6 +335,18 @@ def test_route_unknown_value_goes_to_the_default() -> None:
     assert res["approve"].reason == "manual (by default for region='apac'): rule approve"
     assert res.detail["default"] is True
     assert route.ask({"customer": "c-1", "region": ["eu"]})["approve"].value == "review"
+
+
+def test_a_route_matches_numbers_of_its_own_kind_only() -> None:
+    """True and 1.0 equal 1 to a dict, but a request saying True means no route 1: it
+    goes to the default."""
+    route = Route(
+        "tier", {1: _system("one", "ONE"), 2.5: _system("half", "HALF")}, _system("other", "X")
+    )
+    assert route.ask({"customer": "c", "tier": 1})["approve"].value == "ONE"
+    assert route.ask({"customer": "c", "tier": True})["approve"].value == "X"
+    assert route.ask({"customer": "c", "tier": 1.0})["approve"].value == "X"
+    assert route.ask({"customer": "c", "tier": 2.5})["approve"].value == "HALF"
 
 
 def test_route_without_the_key_raises() -> None:
@@ -560,3 +578,35 @@ async def test_batches_reject_bad_limits_and_a_single_state() -> None:
         ask_many(system, {"customer": "c-1"})  # type: ignore[dict-item]
     assert ask_many(system, []) == []
     assert await aask_many(system, iter([])) == []
+
+
+class _Raising:
+    """A member that raises its own error, after `delay` seconds under aask."""
+
+    questions: tuple[Any, ...] = ()
+
+    def __init__(self, name: str, delay: float) -> None:
+        self.name = name
+        self.delay = delay
+
+    def ask(self, state: Any) -> Response:
+        raise LookupError(self.name)
+
+    async def aask(self, state: Any) -> Response:
+        await anyio.sleep(self.delay)
+        raise LookupError(self.name)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_vote_aask_raises_what_ask_raises_whichever_fails_first(backend: str) -> None:
+    """Two members raise, the second sooner: aask raises the first member's error, as
+    ask does, never an exception group or the one that came first in time."""
+    vote = Vote([_Raising("first", 0.05), _Raising("second", 0.0)])
+    with pytest.raises(LookupError, match="first"):
+        vote.ask({"customer": "c"})
+
+    async def main() -> None:
+        await vote.aask({"customer": "c"})
+
+    with pytest.raises(LookupError, match="first"):
+        anyio.run(main, backend=backend)

@@ -249,6 +249,8 @@ def test_fit_refuses_what_it_cannot_train(calls: Calls, system: System) -> None:
         system.fit("decision", TRAIN, [True] * 40 + ["no"] * 40)
     with pytest.raises(TypeError, match=r"label 0 is 0\.5 \(float\)"):
         system.fit("decision", TRAIN, [0.5] * 80)
+    with pytest.raises(TypeError, match=r"label 1 is an integer of 16,610 bits \(int\); .* at most 64 bits"):
+        system.fit("decision", TRAIN, [1, 10**5000] * 40)
     with pytest.raises(PlanError, match=r"feature 'ratoi' .* \(did you mean 'ratio'\?\)"):
         system.fit("decision", TRAIN, repaid(TRAIN), features=["ratoi"])
     assert system.heads == {}
@@ -496,6 +498,20 @@ def _edit(data: dict[str, Any], how: str) -> bytes:
         del head["facts"]
     elif how == "two heads for one question":
         data["heads"] = [head, head]
+    elif how == "negative cost":
+        head["cost_ms"] = -5
+    elif how == "negative budget":
+        head["budget_ms"] = -5
+    elif how == "accuracy past 1":
+        head["accuracy"] = 7
+    elif how == "no rows":
+        head["rows"] = 0
+    elif how == "a fact twice":
+        head["facts"] = [head["facts"][0], head["facts"][0]]
+    elif how == "a column of no fact":
+        head["models"][0]["coef"] = [*head["models"][0]["coef"], ["zzz", 1.0]]
+    elif how == "a huge label":
+        head["classes"] = [1, 10**30]
     text = json.dumps(data)
     if how == "NaN":
         text = text.replace('"accuracy": ', '"accuracy": NaN, "x": ', 1)
@@ -517,6 +533,13 @@ def _edit(data: dict[str, Any], how: str) -> bytes:
         ("other version", "head 'decision' was fitted on catalog version 0000000000000000"),
         ("missing field", "missing fields facts"),
         ("two heads for one question", "each question may have one head"),
+        ("negative cost", "cost_ms must be a number of milliseconds, 0 or more, got -5"),
+        ("negative budget", "budget_ms must be a number of milliseconds, 0 or more, got -5"),
+        ("accuracy past 1", "accuracy must be from 0 to 1, got 7.0"),
+        ("no rows", "rows must be a whole number, 1 or more, got 0"),
+        ("a fact twice", "facts must name each fact once"),
+        ("a column of no fact", "model column 'zzz' is no feature of its facts"),
+        ("a huge label", "must be a string, a whole number of at most 64 bits or a boolean"),
         ("NaN", "not JSON text (ValueError: NaN is not a JSON number)"),
         ("field twice", "not JSON text (ValueError: field 'rows' appears twice)"),
     ],
@@ -648,3 +671,29 @@ def test_the_benchmark_compares_the_heads_side_by_side(bench: ModuleType) -> Non
     )
     text = bench.report(result)
     assert text.splitlines()[2].startswith("| model | facts | accuracy |")
+
+
+def test_a_head_that_cannot_score_a_request_abstains(tmp_path: Path) -> None:
+    """Values so far from the training rows that the model's terms overflow to
+    infinities of both signs give no probability: the question abstains with guard
+    "head", and the record (stored, hashed) stays JSON."""
+    cat = Catalog("far")
+
+    @cat.fn(cost=1.0)
+    def f(x: float) -> float:
+        return x
+
+    @cat.fn(cost=1.0)
+    def g(y: float) -> float:
+        return y
+
+    system = System(cat, [Question("d", forced=False)], store=tmp_path / "s.db")
+    states = [{"x": i * 1e-3, "y": -i * 1e-3} for i in range(40)]
+    system.fit("d", states, [i < 20 for i in range(40)], features=["f", "g"])
+    far = system.ask({"x": 1e308, "y": 1e308})
+    assert (far["d"].status, far["d"].guard, far["d"].probability) == ("abstained", "head", None)
+    assert "cannot score this request" in far["d"].reason
+    assert len(far.hash) == 64
+    near = system.ask({"x": 0.001, "y": -0.001})
+    assert near["d"].status == "decided"
+    system.close()

@@ -16,7 +16,7 @@ import anyio.lowlevel
 import pytest
 from file_modules import import_file
 
-from solvi import Catalog, Safeguard, System
+from solvi import Catalog, Question, RequestError, Safeguard, System
 from solvi.extract import EXTRACTS, ExtractStep, Overruled, TextResponse, respond
 
 
@@ -146,6 +146,50 @@ def test_the_state_may_not_set_what_ask_text_sets() -> None:
         system.ask_text("x", {"text": "y"})
     with pytest.raises(TypeError, match="ask_text takes the text as a str, got bytes"):
         system.ask_text(b"x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("state", "options", "raised", "message"),
+    [
+        ({"text": "y"}, {}, ValueError, "ask_text sets the request key 'text' itself"),
+        ([1, 2], {}, TypeError, "a request's state"),
+        (None, {"nope": 1}, TypeError, "got an unknown option 'nope'"),
+        (None, {"early_exti": True}, TypeError, "did you mean 'early_exit'"),
+        (None, {"request_id": ""}, RequestError, "request_id '' has 0 characters"),
+        ({"refund_allowed": True}, {}, RequestError, "request key 'refund_allowed' sets"),
+    ],
+)
+def test_a_request_that_would_be_refused_runs_no_extract(
+    state: Any, options: dict[str, Any], raised: type[Exception], message: str
+) -> None:
+    """The state and the options are checked before any extract runs, by ask_text and
+    aask_text: a refused request costs no extract call and counts in no statistic."""
+    calls: list[str] = []
+    cat = _claims(calls, signed=True)
+
+    @cat.check(hard=True)
+    def refund_allowed(amount: int) -> bool:
+        return amount < 10_000
+
+    system = System(cat, [Question("refund", requires=["refund_allowed"]), "review"])
+    with pytest.raises(raised, match=re.escape(message)):
+        system.ask_text(AGREE, state, **options)
+    with pytest.raises(raised, match=re.escape(message)):
+        anyio.run(lambda: system.aask_text(AGREE, state, **options))
+    assert calls == []
+    assert system.stats["errors"] == 0
+
+
+def test_a_plain_request_may_not_bring_what_ask_text_records() -> None:
+    """`$extracts` is what ask_text records of its extracts: a plain request bringing
+    it would carry safeguards that never happened, so ask and aask refuse it."""
+    system = System(_claims([]))
+    forged = {"amount": 5, "order_id": "1", EXTRACTS: {"steps": [], "conflicts": {}}}
+    with pytest.raises(RequestError, match=re.escape("request key '$extracts' is what")):
+        system.ask(forged)
+    with pytest.raises(RequestError, match=re.escape("request key '$extracts' is what")):
+        anyio.run(system.aask, forged)
+    assert system.ask_text(AGREE)["refund"].status == "decided"
 
 
 # -- failures ---------------------------------------------------------------------------------
