@@ -713,7 +713,14 @@ class System:
         """
         recovery.keep(response, run, self.store, shared_db=self._shared_db, resumed=resumed)
         if learning:
-            self.save_learning()
+            try:
+                self.save_learning()
+            except SolviError as exc:
+                # The request is answered, stored and closed: failing it now would have
+                # its caller try again, and run its parts a second time. What was
+                # learned is kept in memory and saved by the next save.
+                msg = f"what was learned could not be saved, it is kept for the next save: {exc}"
+                warnings.warn(msg, SolviWarning, stacklevel=2)
 
     def save_learning(self) -> None:
         """Write the cost book and the order model to the store (done every

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -141,3 +142,37 @@ def test_close_closes_the_store_even_when_saving_what_was_learned_fails(
     assert system.store is not None
     with pytest.raises(StoreError, match="is closed"):
         system.store.get_record("anything")
+
+
+def test_a_failed_learning_save_never_fails_an_answered_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 100th request saves what was learned after its response is stored. If that
+    save fails, the request still returns its response (with a warning): raising would
+    have its caller try again and run its parts twice. The next save keeps it all."""
+    from solvi.system import SAVE_LEARNING_EVERY
+
+    path = tmp_path / "decisions.db"
+    system = _system(path)
+    store = system.store
+    assert store is not None
+    real = store.save_costs
+    failing = [True]
+
+    def flaky(catalog: str, snapshot: Any) -> None:
+        if failing[0]:
+            raise StoreError("the database went away")
+        real(catalog, snapshot)
+
+    monkeypatch.setattr(store, "save_costs", flaky)
+    for i in range(SAVE_LEARNING_EVERY - 1):
+        system.ask({"policy_id": f"X{i}", "claim": {}}, request_id=f"r{i}")
+    with pytest.warns(SolviWarning, match="what was learned could not be saved"):
+        last = system.ask(STATE, request_id="last")
+    assert last.request_id == "last"
+    assert store.get_record("last")["hash"] == last.hash
+    failing[0] = False
+    system.close()
+    again = open_store(path)
+    assert again.load_costs("claims")["policy"][0] == SAVE_LEARNING_EVERY
+    again.close()
