@@ -449,13 +449,19 @@ def _recovery(rj: RequestJournal) -> Recovery:
     )
 
 
-def recover(journal: Journal, catalog: str) -> list[Recovery]:
-    """Claim every unfinished request of `catalog` whose owner is dead (first bringing
-    the database up to every process's commits, dead processes' logs included)."""
+def recover(journal: Journal, catalog: str, catalog_version: str) -> list[Recovery]:
+    """Claim every unfinished request of `catalog` at `catalog_version` whose owner is
+    dead (first bringing the database up to every process's commits, dead processes'
+    logs included).
+
+    A request of another version is left unclaimed: this System could only refuse to
+    resume it, and a claim would keep a System of its own version (one still running
+    the old catalog in a rolling deploy, say) from taking it.
+    """
     journal.catch_up()
     out = []
     for rj in journal.unfinished(catalog):
-        if rj.owner_alive:
+        if rj.owner_alive or rj.catalog_version != catalog_version:
             continue
         if journal.claim(rj.request_id):
             out.append(_recovery(rj))  # as found: what the dead owner left

@@ -363,9 +363,11 @@ class System:
     def recover(self) -> list[recovery.Recovery]:
         """Claim every unfinished request whose owner process died, and list them.
 
-        Two processes recovering at once never claim the same request.
+        Two processes recovering at once never claim the same request. Requests
+        journaled by another catalog version are left for a System of that version
+        (`journal_status` lists them).
         """
-        return recovery.recover(self._journal("recover"), self.name)
+        return recovery.recover(self._journal("recover"), self.name, self.planner.journal_version)
 
     def resume(self, request_id: str) -> Response:
         """Finish a journaled request: settled steps are reused, the rest run.

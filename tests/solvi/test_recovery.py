@@ -233,3 +233,48 @@ def test_a_step_settled_before_the_crash_shows_how_long_it_took(tmp_path: Path) 
     step = resumed.trace.steps[0]
     assert (step.part, step.start_ms) == ("slow", 0.0)
     assert step.duration_ms >= 45
+
+
+def test_recover_leaves_a_request_of_another_catalog_version_to_that_version(
+    tmp_path: Path,
+) -> None:
+    """A request of version A whose owner died: a System of version B claims nothing
+    (it could only refuse to resume it) and lists it; one of version A claims it."""
+
+    def catalog(*, extra: bool) -> Catalog:
+        cat = Catalog("versions")
+
+        @cat.fn(idempotent=True)
+        def score(age: int) -> int:
+            if crash["on"]:
+                raise _Crash
+            return age * 2
+
+        @cat.rule
+        def approve(score: int) -> bool:
+            return score > 40
+
+        if extra:
+
+            @cat.fn
+            def note(age: int) -> str:
+                return "new"
+
+        return cat
+
+    crash = {"on": True}
+    old = System(catalog(extra=False), ["approve"], journal=tmp_path / "j.db")
+    with pytest.raises(_Crash):
+        old.ask({"age": 30}, request_id="r-1")
+    assert old.journal is not None
+    old.journal.close()
+    crash["on"] = False
+    new = System(catalog(extra=True), ["approve"], journal=tmp_path / "j.db")
+    assert new.version != old.version
+    assert new.recover() == []
+    assert [r.request_id for r in new.journal_status()] == ["r-1"]
+    again = System(catalog(extra=False), ["approve"], journal=tmp_path / "j.db")
+    assert [r.request_id for r in again.recover()] == ["r-1"]
+    assert again.resume("r-1")["approve"].value is True
+    new.close()
+    again.close()
