@@ -20,10 +20,12 @@ import random
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+import solvi._fields as check
+from solvi._fields import MAX_CHECKPOINT_BYTES
 from solvi.errors import CheckpointError, _finite
 from solvi.record import canonical_json
 
@@ -197,11 +199,11 @@ class FastHead:
         Raises:
             CheckpointError: the data is not a head's (the message names the field).
         """
-        d = _fields(data, ("bias", "scale", "weights"), f"{source}: head", source)
+        d = check.fields(data, ("bias", "scale", "weights"), f"{source}: head", source)
         head = cls()
-        head.weights = _columns(d["weights"], f"{source}: head.weights", source)
-        head.bias = _number(d["bias"], f"{source}: head.bias", source)
-        head.scale = _columns(d["scale"], f"{source}: head.scale", source)
+        head.weights = check.columns(d["weights"], f"{source}: head.weights", source)
+        head.bias = check.number(d["bias"], f"{source}: head.bias", source)
+        head.scale = check.columns(d["scale"], f"{source}: head.scale", source)
         return head
 
 
@@ -299,28 +301,31 @@ class OrderModel:
             CheckpointError: the text is not a model `to_json` wrote; the message
                 says where and why.
         """
-        d = _fields(
-            _parsed(data, source, "an order model"), ("checks", "features", "refit"), source, source
+        d = check.fields(
+            check.parsed(data, source, "an order model"),
+            ("checks", "features", "refit"),
+            source,
+            source,
         )
         features = [
-            _text(f, f"{source}: features[]", source)
-            for f in _list(d["features"], f"{source}: features", source)
+            check.text(f, f"{source}: features[]", source)
+            for f in check.listed(d["features"], f"{source}: features", source)
         ]
-        refit = _count(d["refit"], f"{source}: refit", source)
+        refit = check.count(d["refit"], f"{source}: refit", source)
         if refit == 0:
-            _refuse(f"{source}: refit must be 1 or more", refit, source)
+            check.refuse(f"{source}: refit must be 1 or more", refit, source)
         model = cls(features, refit=refit)
         checks = d["checks"]
         if not isinstance(checks, dict):
-            _refuse(f"{source}: checks must be a JSON object", type(checks).__name__, source)
+            check.refuse(f"{source}: checks must be a JSON object", type(checks).__name__, source)
         for name, entry in checks.items():
             where = f"{source}: check {name!r}"
-            e = _fields(entry, ("fails", "head", "total"), where, source)
+            e = check.fields(entry, ("fails", "head", "total"), where, source)
             m = _CheckModel(model.window)
-            m.fails = _count(e["fails"], f"{where}.fails", source)
-            m.total = _count(e["total"], f"{where}.total", source)
+            m.fails = check.count(e["fails"], f"{where}.fails", source)
+            m.total = check.count(e["total"], f"{where}.total", source)
             if m.fails > m.total:
-                _refuse(f"{where}.fails must be at most its total {m.total}", m.fails, source)
+                check.refuse(f"{where}.fails must be at most its total {m.total}", m.fails, source)
             if e["head"] is not None:
                 m.head = FastHead.from_dict(e["head"], source=where)
             model._checks[name] = m
@@ -335,7 +340,6 @@ Label = str | int | bool
 #: what a heads checkpoint says it is
 CHECKPOINT_FORMAT = "solvi.heads/1"
 #: a checkpoint larger than this (bytes) is refused unread
-MAX_CHECKPOINT_BYTES = 16_000_000
 
 
 def _pairs(pairs: Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
@@ -544,36 +548,38 @@ class Head:
             CheckpointError: the data is not a head's (the message names the field).
         """
         where = f"{source}: head"
-        d = _fields(data, _HEAD_FIELDS, where, source)
-        question = _text(d["question"], f"{where}.question", source)
+        d = check.fields(data, _HEAD_FIELDS, where, source)
+        question = check.text(d["question"], f"{where}.question", source)
         where = f"{source}: head {question!r}"
         facts = tuple(
-            _text(f, f"{where}.facts[]", source) for f in _list(d["facts"], where, source)
+            check.text(f, f"{where}.facts[]", source)
+            for f in check.listed(d["facts"], where, source)
         )
         classes = tuple(
-            _label(c, f"{where}.classes[]", source) for c in _list(d["classes"], where, source)
+            _label(c, f"{where}.classes[]", source)
+            for c in check.listed(d["classes"], where, source)
         )
         if len({type(c) for c in classes}) > 1:
-            _refuse(f"{where}.classes must all be of one kind", classes, source)
+            check.refuse(f"{where}.classes must all be of one kind", classes, source)
         if len(classes) < 2 or list(classes) != sorted(set(classes)):
-            _refuse(
+            check.refuse(
                 f"{where}.classes must be two or more different labels, sorted", classes, source
             )
         models = tuple(
-            _score(m, f"{where}.models[]", source) for m in _list(d["models"], where, source)
+            _score(m, f"{where}.models[]", source) for m in check.listed(d["models"], where, source)
         )
         if len(models) != (1 if len(classes) == 2 else len(classes)):
-            _refuse(
+            check.refuse(
                 f"{where}.models must hold one model for two classes, else one per class",
                 len(models),
                 source,
             )
         if len(set(facts)) != len(facts):
-            _refuse(f"{where}.facts must name each fact once", facts, source)
+            check.refuse(f"{where}.facts must name each fact once", facts, source)
         for model in models:
             for column, _ in model.coef:
                 if not any(_of_fact(column, f) for f in facts):
-                    _refuse(
+                    check.refuse(
                         f"{where}: model column {column!r} is no feature of its facts "
                         f"({', '.join(facts) or 'none'})",
                         column,
@@ -581,20 +587,20 @@ class Head:
                     )
         budget = d["budget_ms"]
         if budget is not None:
-            budget = _milliseconds(budget, f"{where}.budget_ms", source)
-        accuracy = _number(d["accuracy"], f"{where}.accuracy", source)
+            budget = check.milliseconds(budget, f"{where}.budget_ms", source)
+        accuracy = check.number(d["accuracy"], f"{where}.accuracy", source)
         if not 0.0 <= accuracy <= 1.0:
-            _refuse(f"{where}.accuracy must be from 0 to 1", accuracy, source)
+            check.refuse(f"{where}.accuracy must be from 0 to 1", accuracy, source)
         head = cls(
             question=question,
             facts=facts,
             classes=classes,
             models=models,
-            catalog_version=_text(d["catalog_version"], f"{where}.catalog_version", source),
-            cost_ms=_milliseconds(d["cost_ms"], f"{where}.cost_ms", source),
+            catalog_version=check.text(d["catalog_version"], f"{where}.catalog_version", source),
+            cost_ms=check.milliseconds(d["cost_ms"], f"{where}.cost_ms", source),
             budget_ms=budget,
             accuracy=accuracy,
-            rows=_count(d["rows"], f"{where}.rows", source, least=1),
+            rows=check.count(d["rows"], f"{where}.rows", source, least=1),
         )
         return head
 
@@ -611,73 +617,6 @@ _HEAD_FIELDS = (
     "rows",
 )
 _CHECKPOINT_FIELDS = ("format", "catalog", "catalog_version", "heads")
-
-
-def _refuse(what: str, got: Any, source: str) -> NoReturn:
-    shown = repr(got)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    msg = f"{what}, got {shown}"
-    raise CheckpointError(msg, source=source)
-
-
-def _fields(data: Any, names: tuple[str, ...], where: str, source: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        _refuse(f"{where} must be a JSON object", type(data).__name__, source)
-    keys = set(data)
-    if keys != set(names):
-        extra, missing = sorted(keys - set(names)), sorted(set(names) - keys)
-        said = "; ".join(
-            part
-            for part in (
-                f"unknown fields {', '.join(map(str, extra))}" if extra else "",
-                f"missing fields {', '.join(missing)}" if missing else "",
-            )
-            if part
-        )
-        _refuse(
-            f"{where} must have exactly the fields {', '.join(names)} ({said})",
-            sorted(keys, key=str),
-            source,
-        )
-    return data
-
-
-def _list(value: Any, where: str, source: str) -> list[Any]:
-    if not isinstance(value, list):
-        _refuse(f"{where}: expected a JSON list", type(value).__name__, source)
-    return value
-
-
-def _text(value: Any, where: str, source: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 200:
-        _refuse(f"{where} must be a non-empty string of at most 200 characters", value, source)
-    return value
-
-
-def _number(value: Any, where: str, source: str) -> float:
-    if not _finite(value):
-        _refuse(f"{where} must be a finite number", value, source)
-    return float(value)
-
-
-def _columns(value: Any, where: str, source: str) -> dict[str, float]:
-    if not isinstance(value, dict):
-        _refuse(f"{where} must be a JSON object", type(value).__name__, source)
-    return {column: _number(v, f"{where}[{column!r}]", source) for column, v in value.items()}
-
-
-def _count(value: Any, where: str, source: str, *, least: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        _refuse(f"{where} must be a whole number, {least} or more", value, source)
-    return value
-
-
-def _milliseconds(value: Any, where: str, source: str) -> float:
-    number = _number(value, where, source)
-    if number < 0:
-        _refuse(f"{where} must be a number of milliseconds, 0 or more", value, source)
-    return number
 
 
 def _of_fact(column: str, fact: str) -> bool:
@@ -697,30 +636,30 @@ def is_label(value: object) -> bool:
 def _label(value: Any, where: str, source: str) -> Label:
     if is_label(value):
         return value  # type: ignore[no-any-return]  # is_label checked the type
-    _refuse(
+    check.refuse(
         f"{where} must be a string, a whole number of at most 64 bits or a boolean", value, source
     )
 
 
 def _score(value: Any, where: str, source: str) -> LinearScore:
-    d = _fields(value, ("bias", "coef"), where, source)
+    d = check.fields(value, ("bias", "coef"), where, source)
     pairs = []
-    for pair in _list(d["coef"], f"{where}.coef", source):
+    for pair in check.listed(d["coef"], f"{where}.coef", source):
         if not (isinstance(pair, list) and len(pair) == 2):
-            _refuse(f"{where}.coef[] must be [column, weight] pairs", pair, source)
+            check.refuse(f"{where}.coef[] must be [column, weight] pairs", pair, source)
         pairs.append(
             (
-                _text(pair[0], f"{where}.coef[][0]", source),
-                _number(pair[1], f"{where}.coef[][1]", source),
+                check.text(pair[0], f"{where}.coef[][0]", source),
+                check.number(pair[1], f"{where}.coef[][1]", source),
             )
         )
     if [c for c, _ in pairs] != sorted({c for c, _ in pairs}):
-        _refuse(
+        check.refuse(
             f"{where}.coef must be sorted by column, each column once",
             [c for c, _ in pairs],
             source,
         )
-    return LinearScore(_number(d["bias"], f"{where}.bias", source), tuple(pairs))
+    return LinearScore(check.number(d["bias"], f"{where}.bias", source), tuple(pairs))
 
 
 @attrs.frozen
@@ -743,35 +682,6 @@ def checkpoint_text(catalog: str, catalog_version: str, heads: Iterable[Head]) -
     return json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            msg = f"field {key!r} appears twice"
-            raise ValueError(msg)
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    msg = f"{name} is not a JSON number"
-    raise ValueError(msg)
-
-
-def _parsed(data: bytes | str, source: str, kind: str) -> Any:
-    """JSON data only (no NaN, no field twice), from at most `MAX_CHECKPOINT_BYTES`."""
-    if len(data) > MAX_CHECKPOINT_BYTES:
-        _refuse(
-            f"{source}: {kind} must be at most {MAX_CHECKPOINT_BYTES} bytes", "a larger one", source
-        )
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        msg = f"{source} is not {kind}: not JSON text ({type(exc).__name__}: {str(exc)[:120]})"
-        raise CheckpointError(msg, source=source) from None
-
-
 def read_checkpoint(data: bytes | str, *, source: str = "checkpoint") -> Checkpoint:
     """Read a checkpoint written by `checkpoint_text`, checking all of it.
 
@@ -784,27 +694,28 @@ def read_checkpoint(data: bytes | str, *, source: str = "checkpoint") -> Checkpo
         CheckpointError: the checkpoint is refused; the message says where and why.
     """
     try:
-        return _checkpoint(_parsed(data, source, "a heads checkpoint"), source)
+        return _checkpoint(check.parsed(data, source, "a heads checkpoint"), source)
     except CheckpointError as exc:
         msg = f"{exc}; write checkpoints with system.save_heads(path)"
         raise CheckpointError(msg, source=source) from None
 
 
 def _checkpoint(parsed: Any, source: str) -> Checkpoint:
-    d = _fields(parsed, _CHECKPOINT_FIELDS, source, source)
+    d = check.fields(parsed, _CHECKPOINT_FIELDS, source, source)
     if d["format"] != CHECKPOINT_FORMAT:
-        _refuse(f"{source}: format must be {CHECKPOINT_FORMAT!r}", d["format"], source)
-    catalog = _text(d["catalog"], f"{source}: catalog", source)
-    version = _text(d["catalog_version"], f"{source}: catalog_version", source)
+        check.refuse(f"{source}: format must be {CHECKPOINT_FORMAT!r}", d["format"], source)
+    catalog = check.text(d["catalog"], f"{source}: catalog", source)
+    version = check.text(d["catalog_version"], f"{source}: catalog_version", source)
     heads = tuple(
-        Head.from_dict(h, source=source) for h in _list(d["heads"], f"{source}: heads", source)
+        Head.from_dict(h, source=source)
+        for h in check.listed(d["heads"], f"{source}: heads", source)
     )
     questions = [h.question for h in heads]
     if len(set(questions)) != len(questions):
-        _refuse(f"{source}: each question may have one head", questions, source)
+        check.refuse(f"{source}: each question may have one head", questions, source)
     for head in heads:
         if head.catalog_version != version:
-            _refuse(
+            check.refuse(
                 f"{source}: head {head.question!r} was fitted on catalog version "
                 f"{head.catalog_version}, the checkpoint says {version}",
                 head.catalog_version,

@@ -42,7 +42,14 @@ from solvi._db.journal_base import (
     statements_of,
 )
 from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
-from solvi._db.sqlite_lock import busy, unwritable, use_wal, write_transaction
+from solvi._db.sqlite_lock import (
+    FileMoved,
+    Placed,
+    busy,
+    unwritable,
+    use_wal,
+    write_transaction,
+)
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -185,6 +192,12 @@ class SQLiteJournal(Journal):
             self._owner_file.close()
             self._owner_path.unlink(missing_ok=True)
             raise self._owner_folder_refused(exc) from exc
+        #: the lock file held, and the database file (once opened): either deleted or
+        #: replaced under this process ends its writing, see `_lost`
+        self._owner_placed = Placed.of(self._owner_path, self._owner_file.fileno())
+        self._placed: Placed | None = None
+        #: why this process writes nothing more (None while it may)
+        self._lost: JournalError | None = None
         self.logs_commits = synchronous == "NORMAL"
         self._log = LogWriter(self._lock_dir, self._name) if self.logs_commits else None
         #: appends and hand-overs to the writer, in one order
@@ -258,11 +271,45 @@ class SQLiteJournal(Journal):
         except sqlite3.DatabaseError as exc:
             raise self._damaged_file(exc) from exc
 
-    def _transaction(
-        self, conn: sqlite3.Connection, *, commit: bool = True
-    ) -> contextlib.AbstractContextManager[None]:
-        """A write transaction on one of this journal's connections (see `_conn`)."""
-        return write_transaction(conn, str(self.path), BUSY_TIMEOUT, commit=commit, polling=True)
+    @contextlib.contextmanager
+    def _transaction(self, conn: sqlite3.Connection, *, commit: bool = True) -> Iterator[None]:
+        """A write transaction on one of this journal's connections (see `_conn`), once
+        `_still_here` says this process may still write (a read may go on)."""
+        if commit:
+            self._still_here()
+        if self._placed is None:
+            self._placed = Placed.of(self.path)  # the connection made the file
+        try:
+            with write_transaction(
+                conn, str(self.path), BUSY_TIMEOUT, commit=commit, polling=True, placed=self._placed
+            ):
+                yield
+        except FileMoved as exc:
+            self._lost = JournalError(
+                f"journal {str(self.path)!r} {exc.how} while this process had it open: what "
+                f"it wrote since is in a file no other process opens, so it writes nothing "
+                f"more; put the file back, or close this System and open the journal again"
+            )
+            raise self._lost from exc
+
+    def _still_here(self) -> None:
+        """Raise the JournalError that ended this process's writing, if one did.
+
+        Other processes take an owner whose lock file is gone for dead and may claim
+        its requests (and run their steps): if this process went on, a step could run
+        in both. So once its lock file is deleted or replaced, it writes nothing more.
+        """
+        if self._lost is None and not self._owner_file.closed:
+            how = self._owner_placed.moved()
+            if how is not None:
+                self._lost = JournalError(
+                    f"this process's owner lock {str(self._owner_path)!r} {how} while it ran, "
+                    f"so other processes take it for dead and may have claimed its requests: "
+                    f"it writes nothing more to journal {str(self.path)!r}; close this System "
+                    f"and open the journal again, and keep cleaners out of {self._lock_dir}"
+                )
+        if self._lost is not None:
+            raise self._lost
 
     def _conn(self) -> sqlite3.Connection:
         """This thread's connection (the writer thread has one too)."""
@@ -329,6 +376,10 @@ class SQLiteJournal(Journal):
         assert log is not None
         record = encode(ids, items)
         writer = self._writer or self.writer
+        try:
+            self._still_here()
+        except JournalError as exc:
+            return done_ticket(exc)
         with self._log_lock:
             if writer.closed:
                 msg = f"{self!r} is closed; open a new journal to write"
@@ -551,13 +602,17 @@ class SQLiteJournal(Journal):
     def owner_alive(self, owner: str) -> bool:
         """Whether the process that owns `owner` still holds its lock."""
         if owner == self.owner:
-            return not self._owner_file.closed
+            return self._alive_here()
         return self._alive_name(_safe(owner))
+
+    def _alive_here(self) -> bool:
+        """Whether this process still counts as alive: its lock held and in place."""
+        return not self._owner_file.closed and self._lost is None
 
     def _alive_name(self, name: str) -> bool:
         """Whether the owner whose lock file is called `name` still holds it."""
         if name == self._name:
-            return not self._owner_file.closed
+            return self._alive_here()
         try:
             handle = open(self._lock_dir / f"{name}.lock")
         except (FileNotFoundError, OSError):

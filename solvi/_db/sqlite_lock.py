@@ -22,7 +22,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["busy", "unwritable", "use_wal", "write_transaction"]
+import attrs
+
+__all__ = ["FileMoved", "Placed", "busy", "unwritable", "use_wal", "write_transaction"]
 
 #: the longest pause between two tries for the database's lock (seconds)
 MAX_PAUSE = 0.001
@@ -54,6 +56,44 @@ def _turn(path: str) -> threading.RLock:
             turn = _turns[key] = threading.RLock()
         _turns[path] = turn
         return turn
+
+
+class FileMoved(Exception):
+    """The file a path named when it was opened is no longer there (`how` says why)."""
+
+    def __init__(self, path: str, how: str) -> None:
+        super().__init__(f"{path!r} {how}")
+        self.path = path
+        self.how = how
+
+
+@attrs.frozen
+class Placed:
+    """The file a path named when it was opened (its device and inode), to notice it
+    deleted or replaced while in use: SQLite, and a lock held on a file, go on with the
+    unlinked file without a word, where no other process will ever see what they do."""
+
+    path: str
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str], fileno: int | None = None) -> Placed:
+        """Where `path` is now (or the open file `fileno` is, which `path` names)."""
+        found = os.stat(path) if fileno is None else os.fstat(fileno)
+        return cls(os.fspath(path), found.st_dev, found.st_ino)
+
+    def moved(self) -> str | None:
+        """None while the path names the same file; else what became of it."""
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return "was deleted"
+        except OSError as exc:
+            return f"cannot be looked at ({exc.strerror})"
+        if (found.st_dev, found.st_ino) != (self.device, self.inode):
+            return "was replaced by another file"
+        return None
 
 
 def busy(exc: sqlite3.OperationalError) -> bool:
@@ -146,10 +186,14 @@ def write_transaction(
     *,
     commit: bool = True,
     polling: bool = False,
+    placed: Placed | None = None,
 ) -> Iterator[None]:
     """A transaction on `conn` that holds the database's write lock from its start:
     committed when the body returns (rolled back with `commit` False), rolled back when
     it raises.
+
+    `placed`: the file `conn` opened; a transaction is refused (`FileMoved`) once the
+    path names no file or another one, since nothing written then would be seen.
 
     `polling`: `conn`'s busy timeout is 0 for good (it runs nothing else that waits for
     a lock: its statements run in such transactions, or need no lock). Otherwise its
@@ -172,6 +216,10 @@ def write_transaction(
                 _begin(conn, path, timeout, deadline)
             finally:
                 conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+        how = None if placed is None else placed.moved()
+        if how is not None:
+            conn.execute("ROLLBACK")
+            raise FileMoved(path, how)
         try:
             yield
         except BaseException:

@@ -14,7 +14,7 @@ from typing import Any
 import anyio.to_thread
 
 from solvi._db.migrations import migrate_plan
-from solvi._db.sqlite_lock import busy, unwritable, use_wal, write_transaction
+from solvi._db.sqlite_lock import FileMoved, Placed, busy, unwritable, use_wal, write_transaction
 from solvi._db.store_plans import SQLITE, STORE, Plan, PlanStore, Row, T, drive, inspect_plan
 from solvi.errors import StoreError
 
@@ -68,7 +68,11 @@ class SQLiteStore(PlanStore):
             )
             raise StoreError(msg) from exc
         self._conn = conn
+        #: the file opened, so that a store deleted or replaced under this process is
+        #: refused rather than written where no one will see it
+        self._placed: Placed | None = None
         try:
+            self._placed = Placed.of(self.path)
             use_wal(conn, str(self.path), timeout)
             conn.execute("PRAGMA synchronous=FULL")
             self.schema_version: int | None = self._run(
@@ -160,6 +164,13 @@ class SQLiteStore(PlanStore):
             try:
                 with self._transaction(conn, write=write):
                     result = drive(sqlite_execute(conn), plan)
+            except FileMoved as exc:
+                msg = (
+                    f"SQLite store {str(self.path)!r} {exc.how} while this process had it "
+                    f"open, so nothing more is written to it (no other process would see "
+                    f"it); put the file back, or open the store again to start a new one"
+                )
+                raise StoreError(msg) from exc
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError) and busy(exc):
                     msg = (
@@ -184,7 +195,7 @@ class SQLiteStore(PlanStore):
     def _transaction(self, conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
         """A write transaction that holds the lock from its start, or a plain read."""
         if write:
-            with write_transaction(conn, str(self.path), self._timeout):
+            with write_transaction(conn, str(self.path), self._timeout, placed=self._placed):
                 yield
             return
         conn.execute("BEGIN")

@@ -8,6 +8,7 @@ import fcntl
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flows.claims_small import Calls, claims_catalog
@@ -125,3 +126,47 @@ def test_a_full_disk_is_not_called_a_damaged_journal(tmp_path: Path) -> None:
     assert f"journal {str(path)!r} could not be written" in message
     assert "free space" in message
     assert "aside" not in message
+
+
+_DETAILS: dict[str, Any] = {
+    "catalog": "claims",
+    "catalog_version": "v",
+    "state_json": "{}",
+    "plan": ("a",),
+}
+
+
+def test_a_process_whose_lock_file_is_deleted_writes_nothing_more(tmp_path: Path) -> None:
+    """Others take an owner whose lock file is gone for dead and may claim its requests:
+    the owner itself then refuses every further commit, naming the file, so no step can
+    run in both processes; another journal on the file claims its open request."""
+    path = tmp_path / "j.db"
+    system = System(claims_catalog(Calls()), ["approve"], journal=path)
+    assert system.ask({"policy_id": "P-1", "claim": {"amount": 5}})["approve"].status == "decided"
+    journal = system.journal
+    assert isinstance(journal, SQLiteJournal)
+    journal.open("r-1", early_exit=True, **_DETAILS)
+    (lock,) = (tmp_path / "j.db.owners").glob("*.lock")
+    lock.unlink()
+    with pytest.raises(JournalError, match=r"owner lock .* was deleted while it ran"):
+        system.ask({"policy_id": "P-1", "claim": {"amount": 5}})
+    assert not journal.owner_alive(journal.owner)
+    other = SQLiteJournal(path)
+    assert other.claim("r-1")
+    other.close()
+    system.close()  # closing writes nothing, so it has nothing to refuse
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_journal_file_deleted_or_replaced_is_refused(tmp_path: Path, how: str) -> None:
+    """A journal whose file is no longer at its path writes nothing more (no other
+    process would ever read it) and says what became of the file."""
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path, synchronous="FULL")
+    journal.open("r-1", early_exit=True, **_DETAILS)
+    path.unlink()
+    if how == "replaced":
+        SQLiteJournal(path).close()
+    with pytest.raises(JournalError, match=f"journal '{path}' was {how}"):
+        journal.open("r-2", early_exit=True, **_DETAILS)
+    journal.close()

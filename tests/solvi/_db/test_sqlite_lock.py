@@ -258,3 +258,34 @@ def test_unwritable_tells_room_and_rights_from_damage(name: str, says: str | Non
     exc.sqlite_errorname = name
     advice = unwritable(exc)
     assert (advice is None) if says is None else (advice is not None and says in advice)
+
+
+def test_placed_notices_a_file_deleted_or_replaced(tmp_path: Path) -> None:
+    """A path still naming the file opened (and held open, so that its inode is not
+    reused) is fine; deleted, or another file put in its place, is said."""
+    path = tmp_path / "f"
+    path.write_text("a")
+    with path.open() as handle:
+        placed = sqlite_lock.Placed.of(path, handle.fileno())
+        assert placed == sqlite_lock.Placed.of(path)
+        assert placed.moved() is None
+        path.unlink()
+        assert placed.moved() == "was deleted"
+        path.write_text("b")
+        assert placed.moved() == "was replaced by another file"
+
+
+def test_a_transaction_on_a_file_that_moved_is_refused(db: Path) -> None:
+    """SQLite would write the unlinked file without a word: the transaction is refused
+    before its body, and nothing is left open."""
+    conn = _connect(db)
+    placed = sqlite_lock.Placed.of(db)
+    with write_transaction(conn, str(db), 5.0, placed=placed):
+        conn.execute("INSERT INTO t VALUES (1)")
+    os.rename(db, db.with_suffix(".old"))
+    ran = []
+    with pytest.raises(sqlite_lock.FileMoved) as caught:
+        with write_transaction(conn, str(db), 5.0, placed=placed):
+            ran.append(1)
+    assert (caught.value.how, ran, conn.in_transaction) == ("was deleted", [], False)
+    conn.close()

@@ -155,3 +155,18 @@ def test_a_full_disk_is_a_store_error_that_says_so(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_store_file_deleted_or_replaced_under_it_is_refused(tmp_path: Path, how: str) -> None:
+    """SQLite would go on writing the unlinked file, where no one will read what it
+    keeps: the next save is refused with a StoreError saying what became of the file."""
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.save_response(RECORD, request_id="r-1")
+    path.unlink()
+    if how == "replaced":
+        SQLiteStore(path).close()
+    with pytest.raises(StoreError, match=f"SQLite store '{path}' was {how}"):
+        store.save_response(RECORD, request_id="r-2")
+    store.close()
