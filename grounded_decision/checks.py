@@ -207,8 +207,7 @@ def shape_check(chart: Statechart, expr: Expr | None = None) -> Channel:
     height = None if expr is None else star_height(expr)
     problems = []
     if unreachable:
-        names = ", ".join(repr(name) for name in unreachable)
-        problems.append(f"unreachable from {start!r}: {names}")
+        problems.append(f"unreachable from {start!r}: {listed([repr(n) for n in unreachable])}")
     if actions == 0:
         problems.append("no reachable state proposes an action")
     summary = (

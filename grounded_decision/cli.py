@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -20,10 +22,12 @@ from grounded_decision.errors import (
 )
 from grounded_decision.examples import EXAMPLES, TITLES
 from grounded_decision.module import Decision, Module
+from grounded_decision.policy.parse import LINE_BREAK as POLICY_LINE_BREAK
 from grounded_decision.policy.parse import parse
 from grounded_decision.statechart.certificate import check_certificate
 from grounded_decision.statechart.game import NO_LIMITS, GameGraph, Limits
 from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
+from grounded_decision.statechart.pgsolver import LINE_END as PGSOLVER_LINE_END
 from grounded_decision.statechart.pgsolver import (
     read_pgsolver_with_ids,
     read_solution,
@@ -84,19 +88,22 @@ def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
 
 
-def _read_text(path: str, max_bytes: int | None = None, option: str | None = None) -> str:
+def _read_text(
+    path: str,
+    max_bytes: int | None = None,
+    option: str | None = None,
+    *,
+    breaks: re.Pattern[str] = POLICY_LINE_BREAK,
+) -> str:
     """The file's text as UTF-8 (a leading byte order mark is skipped).
 
     At most ``max_bytes`` (``MAX_INPUT_BYTES`` when ``None``) are read; a refusal names
-    ``option``, the command's way to raise the cap, when there is one.
+    ``option``, the command's way to raise the cap, when there is one. ``breaks`` are the
+    line ends of the parser that reads the text, so a byte that is not UTF-8 is reported
+    on the line that parser would name.
     """
     limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
-    try:
-        with Path(path).open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror or exc}"
-        raise _Failure(msg) from exc
+    data = _read_bytes(path, limit)
     if len(data) > limit:
         msg = f"cannot read {path}: larger than {_size(limit)}, the most read"
         if option is not None:
@@ -107,12 +114,65 @@ def _read_text(path: str, max_bytes: int | None = None, option: str | None = Non
         return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
         offset = skip + exc.start
-        line = data.count(b"\n", 0, offset) + 1
+        before = data[skip:offset].decode("utf-8")  # valid up to the bad byte
+        line = len(breaks.findall(before)) + 1
         msg = (
             f"{path}:{line}: not UTF-8 text: byte 0x{data[offset]:02x} at offset {offset};"
             " save the file as UTF-8"
         )
         raise _Failure(msg) from exc
+
+
+#: how much of a file one read asks for: a cap of a terabyte allocates no terabyte
+_CHUNK = 2**20
+
+#: open for reading without waiting: a named pipe opens at once (and is then refused)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _read_bytes(path: str, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a regular file (symlinks followed), read in chunks.
+
+    A named pipe, device or directory is refused after opening without blocking and
+    before any read, so a pipe with no writer cannot hang the command.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise _Failure(msg) from exc
+    kind = _file_kind(os.fstat(fd).st_mode)
+    if kind is not None:
+        os.close(fd)
+        msg = f"cannot read {path}: it is {kind}, not a regular file; give a file's path"
+        raise _Failure(msg)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        chunks: list[bytes] = []
+        got = 0
+        try:
+            while got <= limit:
+                chunk = handle.read(min(_CHUNK, limit + 1 - got))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+        except OSError as exc:
+            msg = f"cannot read {path}: {exc.strerror or exc}"
+            raise _Failure(msg) from exc
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, for the refusal; ``None`` for a file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _check_writable(path: str) -> None:
@@ -216,7 +276,8 @@ def _located(path: str, exc: PgsolverFormatError) -> _Failure:
 def _read_game(path: str, max_bytes: int | None = None) -> tuple[GameGraph, tuple[int, ...]]:
     """The game in the file and each vertex's id there; format errors name file and line."""
     try:
-        return read_pgsolver_with_ids(_read_text(path, max_bytes, "--max-bytes"))
+        text = _read_text(path, max_bytes, "--max-bytes", breaks=PGSOLVER_LINE_END)
+        return read_pgsolver_with_ids(text)
     except PgsolverFormatError as exc:
         raise _located(path, exc) from exc
 
@@ -237,7 +298,9 @@ def _check_solution(path: str, solution: str, *, max_bytes: int | None, as_json:
     game, ids = _read_game(path, max_bytes)
     try:
         winner, strategy = read_solution(
-            _read_text(solution, max_bytes, "--max-bytes"), len(game), ids=ids
+            _read_text(solution, max_bytes, "--max-bytes", breaks=PGSOLVER_LINE_END),
+            len(game),
+            ids=ids,
         )
     except PgsolverFormatError as exc:
         raise _located(solution, exc) from exc

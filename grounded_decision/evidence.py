@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from grounded_decision._listing import shown
 from grounded_decision.errors import EvidenceError
 
 __all__ = ["Evidence", "EvidenceRules", "Observation"]
@@ -36,7 +36,7 @@ def _check_observation(obs: Observation) -> None:
     if not _is_seconds(obs.age_s):
         msg = (
             f"observation from {obs.source!r}: age_s must be a finite number of seconds >= 0,"
-            f" got {reprlib.repr(obs.age_s)}"
+            f" got {shown(obs.age_s)}"
         )
         raise EvidenceError(msg)
     if not isinstance(obs.supports, bool):
@@ -78,6 +78,12 @@ class Observation:
 
 
 def _observations(items: Iterable[Observation]) -> tuple[Observation, ...]:
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        msg = (
+            f"Evidence takes a list of Observation values, got {type(items).__name__}:"
+            f" {shown(items)}; pass Evidence([Observation(...), ...]), or [] for none"
+        )
+        raise EvidenceError(msg)
     found = tuple(items)
     for item in found:
         if not isinstance(item, Observation):
@@ -91,7 +97,8 @@ class Evidence:
     """The observations offered for one decision.
 
     Raises:
-        EvidenceError: when an item is not an ``Observation``.
+        EvidenceError: when ``observations`` is not a list (any iterable) or an item is not
+            an ``Observation``.
     """
 
     observations: tuple[Observation, ...] = attrs.field(converter=_observations)
@@ -136,10 +143,7 @@ def _count(name: str) -> Any:
 
 def _check_age(_: object, __: object, value: object) -> None:
     if not _is_seconds(value):
-        msg = (
-            "EvidenceRules.max_age_s must be a finite number of seconds >= 0, "
-            f"got {reprlib.repr(value)}"
-        )
+        msg = f"EvidenceRules.max_age_s must be a finite number of seconds >= 0, got {shown(value)}"
         raise EvidenceError(msg)
 
 

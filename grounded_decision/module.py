@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -11,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from grounded_decision._listing import listed
+from grounded_decision._listing import listed, shown
 from grounded_decision.checks import (
     CHECK_NAMES,
     PAYOFF_BEST_CASE,
@@ -67,28 +68,75 @@ def _check_record_fields(data: Mapping[str, Any]) -> None:
     for key in _TEXT_FIELDS:
         value = data.get(key)
         if not isinstance(value, str) and not (key == "proposed_action" and value is None):
-            msg = f"decision record field {key!r} must be a string, got {value!r}"
+            msg = f"decision record field {key!r} must be a string, got {_shown(value)}"
             raise RecordError(msg)
     extras, channels = data.get("extras"), data.get("channels")
     if not isinstance(extras, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in extras.items()
     ):
-        msg = f"decision record field 'extras' must map names to strings, got {extras!r}"
+        msg = f"decision record field 'extras' must map names to strings, got {_shown(extras)}"
         raise RecordError(msg)
-    if not isinstance(channels, list) or not all(isinstance(c, Mapping) for c in channels):
+    if "state" not in extras:
+        msg = "decision record field 'extras' must name the state reached: {'state': ...}"
+        raise RecordError(msg)
+    if not isinstance(channels, list | tuple) or not all(isinstance(c, Mapping) for c in channels):
         msg = "decision record field 'channels' must be a list of the six check reports"
         raise RecordError(msg)
     names = tuple(c.get("name") for c in channels)
     if names != CHECK_NAMES:
         msg = f"decision record's checks are {names}, not {CHECK_NAMES}"
         raise RecordError(msg)
-    if any(not isinstance(c.get("passed"), bool) for c in channels):
-        msg = "decision record: each check's 'passed' must be true or false"
-        raise RecordError(msg)
+    for channel in channels:
+        _check_channel_fields(channel)
     if data.get("verdict") == Verdict.ACT.value and (
         data.get("proposed_action") is None or not all(c["passed"] for c in channels)
     ):
         msg = "decision record says act, but a check failed or no action was proposed"
+        raise RecordError(msg)
+
+
+def _shown(value: object) -> str:
+    """A value as an error shows it: short however large (a 5,000-digit int, a long list)."""
+    return f"{shown(value)} ({type(value).__name__})"
+
+
+def _is_metric(value: object) -> bool:
+    """Whether `value` is a JSON scalar a record may hold: no NaN or infinity, which JSON
+    cannot write, and no list or object."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, bool | int | str)
+
+
+def _check_channel_fields(channel: Mapping[str, Any]) -> None:
+    """Refuse a check report whose fields are missing or of the wrong type."""
+    name = channel["name"]
+    for key in ("passed", "summary", "metrics", "trust", "refs"):
+        if key not in channel:
+            msg = f"decision record's {name!r} check is missing field {key!r}"
+            raise RecordError(msg)
+    where = f"decision record's {name!r} check:"
+    if not isinstance(channel["passed"], bool):
+        msg = f"{where} 'passed' must be true or false, got {_shown(channel['passed'])}"
+        raise RecordError(msg)
+    for key in ("summary", "trust"):
+        if not isinstance(channel[key], str):
+            msg = f"{where} {key!r} must be a string, got {_shown(channel[key])}"
+            raise RecordError(msg)
+    metrics = channel["metrics"]
+    if not isinstance(metrics, Mapping):
+        msg = f"{where} 'metrics' must be an object of named numbers, got {_shown(metrics)}"
+        raise RecordError(msg)
+    for key, value in metrics.items():
+        if not isinstance(key, str) or not _is_metric(value):
+            msg = (
+                f"{where} metric {_shown(key)} is {_shown(value)}; a metric is a string name"
+                " with a finite number, a string, true, false or null"
+            )
+            raise RecordError(msg)
+    refs = channel["refs"]
+    if not isinstance(refs, list | tuple) or not all(isinstance(r, str) for r in refs):
+        msg = f"{where} 'refs' must be a list of reference keys (strings), got {_shown(refs)}"
         raise RecordError(msg)
 
 
@@ -196,14 +244,29 @@ class Decision:
             raise RecordError(msg) from exc
 
     @classmethod
-    def from_json(cls, text: str) -> Decision:
-        """Rebuild a record from ``to_json`` output.
+    def from_json(cls, text: str | bytes) -> Decision:
+        """Rebuild a record from ``to_json`` output (text, or UTF-8 bytes).
 
         Raises:
-            RecordError: when the text is not JSON or a field is missing or malformed.
+            RecordError: when the input is not text or not JSON (NaN and infinities
+                included, which ``to_json`` never writes), nests too deep, or a field is
+                missing or malformed.
         """
+        if not isinstance(text, str | bytes | bytearray):
+            msg = f"a decision record is JSON text, got {type(text).__name__}; pass to_json output"
+            raise RecordError(msg)
         try:
-            data = json.loads(text)
+            data = json.loads(
+                text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_whole
+            )
+        except RecordError:
+            raise
+        except RecursionError as exc:
+            msg = "decision record nests too deep to read; pass Decision.to_json output"
+            raise RecordError(msg) from exc
+        except UnicodeDecodeError as exc:
+            msg = f"decision record is not UTF-8 text: {exc.reason} at byte {exc.start}"
+            raise RecordError(msg) from exc
         except json.JSONDecodeError as exc:
             msg = f"decision record is not valid JSON: {exc}"
             raise RecordError(msg) from exc
@@ -211,6 +274,30 @@ class Decision:
             msg = f"decision record must be a JSON object, got {type(data).__name__}"
             raise RecordError(msg)
         return cls.from_dict(data)
+
+
+def _refuse_constant(name: str) -> float:
+    """``json.loads`` hook: NaN and infinities are not JSON, and ``to_json`` never writes them."""
+    msg = f"decision record holds {name}, which is not JSON; pass Decision.to_json output"
+    raise RecordError(msg)
+
+
+def _whole(text: str) -> int:
+    """``json.loads`` hook: an int of thousands of digits is refused, not left to raise."""
+    try:
+        return int(text)
+    except ValueError as exc:  # more digits than sys.get_int_max_str_digits()
+        msg = f"decision record holds an integer of {len(text)} digits; no record field has one"
+        raise RecordError(msg) from exc
+
+
+def _finite(text: str) -> float:
+    """``json.loads`` hook: a number too large for a float (``1e999``) would read as infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        msg = f"decision record holds the number {text[:20]}, too large for a float"
+        raise RecordError(msg)
+    return value
 
 
 def _check_text(what: str, value: object) -> None:
@@ -402,9 +489,9 @@ class Module:
             return self.chart.initial
         if isinstance(state, str) and state in self.chart:
             return state
-        shown = repr(state) if isinstance(state, str) else f"{state!r} ({type(state).__name__})"
+        named = repr(state) if isinstance(state, str) else f"{state!r} ({type(state).__name__})"
         msg = (
-            f"module {self.name!r}: {shown} is not a state of chart {self.chart.name!r}, whose"
+            f"module {self.name!r}: {named} is not a state of chart {self.chart.name!r}, whose"
             f" states are {listed(self.chart.states())}; pass one of them, or None for the"
             f" initial state {self.chart.initial!r}"
         )

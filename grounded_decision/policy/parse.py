@@ -20,6 +20,7 @@ import attrs
 from grounded_decision.errors import PolicySyntaxError
 
 __all__ = [
+    "LINE_BREAK",
     "MAX_HEIGHT",
     "MAX_NESTING",
     "Act",
@@ -193,7 +194,7 @@ def star_height(expr: Expr) -> int:
 
 #: Line breaks as ``str.splitlines`` knows them, ``\r\n`` counting once: an editor shows
 #: any of them as a new line, so an error's line number and a comment's end agree with it.
-_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _TOKEN = re.compile(
     r"(?P<space>\s+)|#[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*"
     rf"|(?P<name>{_NAME.pattern})|(?P<punct>[()*;|])"
@@ -234,7 +235,7 @@ def _tokenize(text: str) -> Iterator[_Token]:
         elif match.group("punct"):
             yield _Token(match.group("punct"), match.group("punct"), line, column)
         elif match.group("space"):
-            breaks = list(_LINE_BREAK.finditer(text, pos, match.end()))
+            breaks = list(LINE_BREAK.finditer(text, pos, match.end()))
             if breaks:
                 line += len(breaks)
                 line_start = breaks[-1].end()

@@ -124,7 +124,11 @@ def solve_zielonka(
             head = nxt[sentinel]
             if head != sentinel:
                 if max_depth is not None and len(stack) > max_depth:
-                    msg = f"parity recursion deeper than limit {max_depth}"
+                    msg = (
+                        f"parity recursion deeper than limit {max_depth}"
+                        " (Limits.max_parity_depth); raise max_parity_depth, or pass None"
+                        " for no cap"
+                    )
                     raise ParityUnsolved(msg, limit=max_depth, setting="max_parity_depth")
                 top_priority = priority[head]
                 top = []

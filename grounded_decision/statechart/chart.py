@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import attrs
 
-from grounded_decision._listing import listed
+from grounded_decision._listing import listed, shown
 from grounded_decision.errors import ChartError
 
 __all__ = ["State", "Statechart", "Transition"]
@@ -334,7 +334,7 @@ def _finite(value: int | float) -> bool:
 
 def _check_payoff(chart: str, what: str, payoff: object) -> None:
     if isinstance(payoff, bool) or not isinstance(payoff, int | float) or not _finite(payoff):
-        msg = f"chart {chart!r}: {what} has payoff {payoff!r}; use a finite number such as 0.0"
+        msg = f"chart {chart!r}: {what} has payoff {shown(payoff)}; use a finite number such as 0.0"
         raise ChartError(
             msg,
             chart=chart,

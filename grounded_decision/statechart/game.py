@@ -52,6 +52,14 @@ def _seconds(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not value > 0:  # also refuses NaN, which compares false with everything
         msg = f"Limits.{attribute.name} must be positive or None (no budget), got {value!r}"
         raise ValueError(msg)
+    try:
+        float(value)  # the deadline adds it to a float clock
+    except OverflowError:
+        msg = (
+            f"Limits.{attribute.name} must be a number of seconds a float holds, got an int"
+            " past a float's range (above 1.8e308); pass None for no budget"
+        )
+        raise ValueError(msg) from None
 
 
 @attrs.frozen

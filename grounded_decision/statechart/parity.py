@@ -122,7 +122,10 @@ def solve_parity(
         raise TypeError(msg)
     n = len(game)
     if limits.max_game_vertices is not None and n > limits.max_game_vertices:
-        msg = f"{n} vertices exceed limit {limits.max_game_vertices}"
+        msg = (
+            f"{n} vertices exceed limit {limits.max_game_vertices} (Limits.max_game_vertices);"
+            " raise max_game_vertices, or pass None for no cap"
+        )
         raise ParityUnsolved(msg, limit=limits.max_game_vertices, setting="max_game_vertices")
     budget = Budget(limits.parity_steps, limits.parity_seconds)
     depth = limits.max_parity_depth

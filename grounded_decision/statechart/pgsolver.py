@@ -9,8 +9,8 @@ where the vertex's owner wins. Ids need not be dense or sorted; they are renumbe
 increasing order (``read_pgsolver_with_ids`` also gives each vertex's id in the file), so a
 file this module wrote reads back to the same game.
 
-Lines end at ``\\n`` (or ``\\r\\n``) only, as editors count them; a leading byte order mark
-is ignored. Each line is split into words, never matched with a backtracking pattern, so
+Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``, as editors count them; a leading byte order
+mark is ignored. Each line is split into words, never matched with a backtracking pattern, so
 reading takes time and memory in proportion to the file's size.
 """
 
@@ -23,6 +23,7 @@ from grounded_decision.errors import PgsolverFormatError
 from grounded_decision.statechart.game import Edge, GameGraph
 
 __all__ = [
+    "LINE_END",
     "read_pgsolver",
     "read_pgsolver_with_ids",
     "read_solution",
@@ -55,8 +56,13 @@ def _require_text(text: object, reader: str) -> None:
         raise TypeError(msg)
 
 
+#: where a line ends: ``\n``, ``\r\n`` or a lone ``\r`` (old Mac files), as editors and
+#: Python's universal newlines count them; a name's line breaks are escaped, never raw
+LINE_END = re.compile(r"\r\n?|\n")
+
+
 def _lines(text: str) -> list[tuple[int, str]]:
-    """Numbered non-blank, non-comment lines; only ``\\n`` ends a line (``\\r`` is stripped)."""
+    """Numbered non-blank, non-comment lines, ended by ``\\n``, ``\\r\\n`` or ``\\r``."""
     return list(_each_line(text))
 
 
@@ -64,17 +70,16 @@ def _each_line(text: str) -> Iterator[tuple[int, str]]:
     """``_lines`` one at a time, so a large game is never held twice over as lines."""
     text = text.removeprefix("\ufeff")
     begin = 0
-    number = 0
-    size = len(text)
-    while begin <= size:
-        end = text.find("\n", begin)
-        if end < 0:
-            end = size
-        number += 1
-        line = text[begin:end].strip()
-        begin = end + 1
+    number = 1
+    for end in LINE_END.finditer(text):
+        line = text[begin : end.start()].strip()
         if line and not line.startswith("#"):
             yield number, line
+        begin = end.end()
+        number += 1
+    line = text[begin:].strip()
+    if line and not line.startswith("#"):
+        yield number, line
 
 
 def _number(word: str, line: int) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -418,3 +419,84 @@ def test_ctrl_c_is_one_line_and_exit_130(
     monkeypatch.setattr(cli, "solve_parity", interrupted)
     assert main(["solve", str(_game(tmp_path))]) == INTERRUPTED == 130
     assert capsys.readouterr().err == "grounded-decision: interrupted\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
+@pytest.mark.parametrize("command", ["check", "solve"])
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO (also through a symlink) is one line and exit 1 at once, never a hang."""
+    pipe = tmp_path / "pipe.pg"
+    os.mkfifo(pipe)
+    link = tmp_path / "link.pg"
+    link.symlink_to(pipe)
+    for path in (pipe, link):
+        assert main([command, str(path)]) == 1
+        assert capsys.readouterr().err == (
+            f"grounded-decision: cannot read {path}: it is a named pipe, not a regular file;"
+            " give a file's path\n"
+        )
+
+
+def test_a_directory_is_refused_as_not_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(tmp_path)]) == 1
+    assert "it is a directory, not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cap", ["1000000000000", str(10**22)])
+def test_a_huge_max_bytes_allocates_nothing_up_front(
+    cap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-bytes of a terabyte or 10**22 reads the small file (in chunks): no
+    MemoryError or OverflowError from a buffer of the cap's size."""
+    assert main(["solve", str(_game(tmp_path, IDS)), "--max-bytes", cap]) == 0
+    assert "vertex 7 is won by Even" in capsys.readouterr().out
+
+
+def test_the_cap_is_kept_across_chunks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read 8 bytes at a time, a file one byte past the cap is still refused."""
+    import grounded_decision.cli as cli
+
+    monkeypatch.setattr(cli, "_CHUNK", 8)
+    game = _game(tmp_path, IDS)
+    size = len(IDS.encode())
+    assert main(["solve", str(game), "--max-bytes", str(size - 1)]) == 1
+    assert f"larger than {size - 1} bytes" in capsys.readouterr().err
+    assert main(["solve", str(game), "--max-bytes", str(size)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "data", "line"),
+    [
+        # the policy parser ends lines as str.splitlines does: \r, \r\n, \v, \f, \x85 ...
+        ("check", b"test(a) ;\r\r test(b) ; \xff", 3),
+        ("check", b"test(a) ;\r\n\x0b test(b) ; \xff", 3),
+        # the PGSolver reader ends them at \n, \r\n or \r, and not at \v or \f
+        ("solve", b'parity 1;\r0 2 0 1;\r1 2 0 0 "\xff";\r', 3),
+        ("solve", b'parity 1;\r\n0 2 0 1 "a\x0cb";\r\n1 2 0 0 "\xff";\r\n', 3),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_on_the_line_its_parser_counts(
+    command: str, data: bytes, line: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CR-only and other line ends count as the file's parser counts them, so the line
+    named matches what the parser would name and what an editor shows."""
+    path = tmp_path / "file.txt"
+    path.write_bytes(data)
+    assert main([command, str(path)]) == 1
+    assert capsys.readouterr().err.startswith(f"grounded-decision: {path}:{line}: not UTF-8")
+
+
+def test_a_game_with_cr_only_line_ends_is_solved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The header of a CR-only file is found (it was 'expected the header' before)."""
+    path = tmp_path / "mac.pg"
+    path.write_bytes(IDS.replace("\n", "\r").encode())
+    assert main(["solve", str(path)]) == 0
+    assert "vertex 7 is won by Even" in capsys.readouterr().out

@@ -34,6 +34,7 @@ from grounded_decision.examples.common import (
     untraced_evidence,
     well_corroborated_evidence,
 )
+from grounded_decision.statechart.chart import State, Transition
 
 AUTHOR_CHARTS: list[tuple[str, str, Statechart, str, str]] = [
     (
@@ -185,7 +186,10 @@ def test_parity_depth_limit_abstains() -> None:
     record = Module(name="d", chart=chart, limits=Limits(max_parity_depth=1)).decide(
         Event("go"), well_corroborated_evidence()
     )
-    assert record.reason == "parity recursion deeper than limit 1"
+    assert record.reason == (
+        "parity recursion deeper than limit 1 (Limits.max_parity_depth);"
+        " raise max_parity_depth, or pass None for no cap"
+    )
     assert record.channel("game").metrics["limit"] == "max_parity_depth"
     passed = Module(name="d", chart=chart).decide(Event("go"), well_corroborated_evidence())
     assert passed.channel("game").metrics["limit"] is None
@@ -461,7 +465,6 @@ def test_a_summary_names_ten_sources_and_counts_the_rest() -> None:
 
 def _ring(length: int) -> Statechart:
     """A ring built from tuples, its initial state last (so a scan for it reads all)."""
-    from grounded_decision.statechart.chart import State, Transition
 
     states = tuple(State(f"s{i}", initial=i == length - 1) for i in range(length))
     moves = tuple(Transition(f"s{i}", "next", f"s{(i + 1) % length}") for i in range(length))
@@ -493,3 +496,91 @@ def test_an_unknown_state_names_ten_states_and_counts_the_rest() -> None:
     assert len(message) < 300
     with pytest.raises(ChartError, match=r"known states: s0, s1, .*, s9 and 19990 more$"):
         module.chart.get("nope")
+
+
+def _record_dict() -> dict[str, Any]:
+    record = two_path_module().decide(Event("routine"), stale_evidence())
+    data: dict[str, Any] = json.loads(record.to_json())
+    return data
+
+
+def _with_check(**changes: Any) -> str:
+    """A real record whose first check report has ``changes``."""
+    data = _record_dict()
+    data["channels"][0].update(changes)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nests too deep to read"),
+        ('{"module": ' + "9" * 5000 + "}", "an integer of 5000 digits"),
+        (b'{"module": "caf\xe9"}', "not UTF-8 text: invalid continuation byte at byte 15"),
+        (None, "a decision record is JSON text, got NoneType"),
+        (_with_check(metrics={"x": 1}).replace('"x": 1', '"x": NaN'), "holds NaN"),
+        (_with_check(metrics={"x": 1}).replace('"x": 1', '"x": -Infinity'), "holds -Infinity"),
+        (_with_check(metrics={"x": 1}).replace('"x": 1', '"x": 1e999'), "the number 1e999"),
+        (_with_check(metrics={"x": [1]}), "metric 'x' (str) is [1] (list)"),
+        (_with_check(metrics={"x": {"y": 1}}), "metric 'x' (str) is {'y': 1} (dict)"),
+        (_with_check(metrics=[1]), "'metrics' must be an object of named numbers"),
+        (_with_check(summary=5), "'sources' check: 'summary' must be a string, got 5 (int)"),
+        (_with_check(trust=None), "'trust' must be a string, got None (NoneType)"),
+        (_with_check(refs="abc"), "'refs' must be a list of reference keys (strings)"),
+        (_with_check(refs=[1]), "'refs' must be a list of reference keys (strings)"),
+        (_with_check(passed="yes"), "'passed' must be true or false, got 'yes' (str)"),
+        (json.dumps({**_record_dict(), "extras": {}}), "'extras' must name the state reached"),
+        (
+            json.dumps({**_record_dict(), "reason": 10**400}),
+            "field 'reason' must be a string, got 100000000000000000...0000000000000000000 (int)",
+        ),
+    ],
+)
+def test_a_record_is_refused_with_a_record_error_naming_the_flaw(
+    text: str | bytes | None, message: str
+) -> None:
+    """Nesting, huge ints, bad bytes, NaN, infinities and mistyped check fields are each a
+    RecordError naming what is wrong, never a raw exception or a record that breaks later."""
+    with pytest.raises(RecordError, match=re.escape(message)):
+        Decision.from_json(text)  # type: ignore[arg-type]  # None is one of the cases
+
+
+def test_a_check_report_missing_a_field_is_named() -> None:
+    data = _record_dict()
+    del data["channels"][2]["summary"]
+    with pytest.raises(RecordError, match=r"'agreement' check is missing field 'summary'$"):
+        Decision.from_json(json.dumps(data))
+
+
+def test_a_python_dict_with_nan_or_a_key_that_is_not_text_is_refused() -> None:
+    """from_dict applies the same checks: what it accepts, to_json writes as valid JSON."""
+    for metrics in ({"x": float("nan")}, {"x": float("inf")}, {1: 2}):
+        data = _record_dict()
+        data["channels"][0]["metrics"] = metrics
+        with pytest.raises(RecordError, match="a metric is a string name with a finite number"):
+            Decision.from_dict(data)
+
+
+def test_utf8_bytes_of_a_record_read_like_its_text() -> None:
+    record = two_path_module().decide(Event("routine"), stale_evidence())
+    assert Decision.from_json(record.to_json().encode()) == record
+
+
+@pytest.mark.parametrize("items", [None, 5, "obs", {"source": "a"}])
+def test_evidence_of_no_list_is_an_evidence_error(items: object) -> None:
+    """Evidence(None) and the like name what to pass instead of raising a raw TypeError."""
+    with pytest.raises(EvidenceError, match=r"pass Evidence\(\[Observation\(...\), ...\]\)"):
+        Evidence(items)  # type: ignore[arg-type]  # the wrong type is the point
+
+
+def test_the_shape_summary_names_ten_unreachable_states_and_counts_the_rest() -> None:
+    """50,000 orphan states give a short summary, not a reason of 800,000 characters."""
+    orphans = (State(f"orphan_{i}") for i in range(50_000))
+    states = (State("start", initial=True), State("go", action="x"), *orphans)
+    chart = Statechart("c", states, (Transition("start", "e", "go"),))
+    module = Module("m", chart, Limits(None, None, None))
+    summary = module.policy_channels[0].summary
+    assert summary.startswith("unreachable from 'start': 'orphan_0', 'orphan_1',")
+    assert summary.endswith("'orphan_9' and 49990 more")
+    assert module.policy_channels[0].metrics["unreachable"] == 50_000
+    assert len(module.decide(Event("e"), well_corroborated_evidence()).reason) < 300

@@ -135,14 +135,26 @@ def test_depth_limit_raises_parity_unsolved() -> None:
             chart = chart.on(f"s{i}", "stay", f"s{i}")
     game = compile_game(chart)
     assert even_wins(game, Limits(max_parity_depth=6)) == (True, False, True, False, True, False)
-    with pytest.raises(ParityUnsolved, match=r"^parity recursion deeper than limit 5$"):
+    with pytest.raises(
+        ParityUnsolved,
+        match=(
+            r"^parity recursion deeper than limit 5 \(Limits\.max_parity_depth\);"
+            r" raise max_parity_depth, or pass None for no cap$"
+        ),
+    ):
         even_wins(game, Limits(max_parity_depth=5))
 
 
 def test_vertex_limit_raises_parity_unsolved() -> None:
     """even_wins itself refuses a game with more vertices than max_game_vertices."""
     game = compile_game(ODD_TRAP)
-    with pytest.raises(ParityUnsolved, match=r"^2 vertices exceed limit 1$"):
+    with pytest.raises(
+        ParityUnsolved,
+        match=(
+            r"^2 vertices exceed limit 1 \(Limits\.max_game_vertices\);"
+            r" raise max_game_vertices, or pass None for no cap$"
+        ),
+    ):
         even_wins(game, Limits(max_game_vertices=1))
 
 

@@ -241,8 +241,15 @@ def test_time_budget_refusal_names_the_setting() -> None:
 
 
 def test_documented_refusals_read_the_same() -> None:
-    """The vertex and depth refusals keep their documented text and name their setting."""
-    with pytest.raises(ParityUnsolved, match=r"^3 vertices exceed limit 2$") as err:
+    """The vertex and depth refusals keep their documented opening, then name the Limits
+    field and how to raise it, as the budget refusals do."""
+    with pytest.raises(
+        ParityUnsolved,
+        match=(
+            r"^3 vertices exceed limit 2 \(Limits\.max_game_vertices\);"
+            r" raise max_game_vertices, or pass None for no cap$"
+        ),
+    ) as err:
         solve_parity(_chain(3), Limits(max_game_vertices=2))
     assert err.value.setting == "max_game_vertices"
     nested = GameGraph(
@@ -252,7 +259,13 @@ def test_documented_refusals_read_the_same() -> None:
         priority=tuple(range(6)),
         owner=tuple(v % 2 for v in range(6)),
     )
-    with pytest.raises(ParityUnsolved, match=r"^parity recursion deeper than limit 2$"):
+    with pytest.raises(
+        ParityUnsolved,
+        match=(
+            r"^parity recursion deeper than limit 2 \(Limits\.max_parity_depth\);"
+            r" raise max_parity_depth, or pass None for no cap$"
+        ),
+    ):
         solve_parity(nested, Limits(max_parity_depth=2))
 
 
@@ -283,6 +296,46 @@ def test_limits_refuse_negative_and_nan_values_naming_the_setting(
     """A negative cap or a NaN or negative time budget is a ValueError naming the setting."""
     with pytest.raises(ValueError, match=rf"^Limits\.{setting} must be"):
         Limits(**{setting: value})
+
+
+@pytest.mark.parametrize("value", [10**400, 10**5000], ids=["401 digits", "5001 digits"])
+def test_limits_refuse_a_time_budget_no_float_holds(value: int) -> None:
+    """An int past a float's range is a ValueError naming the setting, not an
+    OverflowError when a solve adds it to the clock."""
+    with pytest.raises(ValueError, match=r"^Limits\.parity_seconds must be a number of seconds a"):
+        Limits(parity_seconds=value)
+    assert Limits(parity_seconds=10**300).parity_seconds == 10**300
+
+
+def _nested() -> GameGraph:
+    return GameGraph(
+        names=tuple(f"s{v}" for v in range(6)),
+        start=0,
+        edges=tuple(((v, "stay", 0.0), (min(v + 1, 5), "next", 0.0)) for v in range(6)),
+        priority=tuple(range(6)),
+        owner=tuple(v % 2 for v in range(6)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("limits", "game", "setting"),
+    [
+        (Limits(max_game_vertices=2), _chain(3), "max_game_vertices"),
+        (Limits(max_parity_depth=2), _nested(), "max_parity_depth"),
+        (Limits(max_parity_depth=0), _nested(), "max_parity_depth"),
+        (Limits(None, None, None, parity_steps=2), _nested(), "parity_steps"),
+        (Limits(None, None, None, parity_seconds=1e-9), GAMES.counter_core(8), "parity_seconds"),
+    ],
+)
+def test_every_parity_refusal_ends_naming_its_limit_and_the_fix(
+    limits: Limits, game: GameGraph, setting: str
+) -> None:
+    """Each cap and budget of solve_parity is refused the same way: the Limits field in
+    brackets, then how to raise it (the budget refusals' form)."""
+    with pytest.raises(ParityUnsolved) as err:
+        solve_parity(game, limits)
+    assert str(err.value).endswith(f" (Limits.{setting}); raise {setting}, or pass None for no cap")
+    assert err.value.setting == setting
 
 
 def test_limits_accept_an_infinite_time_budget() -> None:

@@ -326,3 +326,18 @@ def test_moves_into_one_vertex_share_their_edge() -> None:
     game = read_pgsolver("parity 2;\n0 0 0 2;\n1 0 0 2;\n2 0 0 2,0;\n")
     assert game.edges[0][0] == (2, "to 2", 0.0)
     assert game.edges[0][0] is game.edges[1][0] is game.edges[2][0]
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_every_editor_line_end_reads_the_same(end: str) -> None:
+    """A game saved with CR-only (old Mac) or CRLF line ends reads like the LF file, and
+    its errors name the line an editor shows."""
+    lines = ["parity 7;", "start 7;", '7 2 0 3,5 "start";', "3 1 1 7;", "5 0 0 6;", "6 3 1 6,5;"]
+    assert read_pgsolver_with_ids(end.join(lines) + end) == read_pgsolver_with_ids(
+        "\n".join(lines) + "\n"
+    )
+    with pytest.raises(PgsolverFormatError, match=r"^line 4: cannot read") as caught:
+        read_pgsolver(end.join(["parity 1;", "", "0 0 0 1;", "1 0 x 0;"]))
+    assert caught.value.line == 4
+    winner, _ = read_solution(end.join(["paritysol 1;", "0 0 1;", "1 0;"]), 2)
+    assert winner == (0, 0)

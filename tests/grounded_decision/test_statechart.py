@@ -100,6 +100,14 @@ def test_step_from_unknown_state_names_known_states() -> None:
             Statechart("c").state("a", initial=True).state("a"),
             r"state 'a' is declared twice",
         ),
+        (  # an int past a float's range, echoed short rather than in all 401 digits
+            Statechart("c").state("a", initial=True, payoff=10**400),
+            r"state 'a' has payoff 100000000000000000\.\.\.0000000000000000000; use a finite",
+        ),
+        (  # past the digits Python turns into text: described, not a raw ValueError
+            Statechart("c").state("a", initial=True).on("a", "e", "a", payoff=10**5000),
+            r"transition a --e--> a has payoff an int too large to show; use a finite",
+        ),
     ],
 )
 def test_validate_rejects_malformed_charts(chart: Statechart, message: str) -> None:
