@@ -20,7 +20,6 @@ import stat
 import sys
 import warnings as warnings_module
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from solvi._targets import TARGET_HELP, TargetError, load_system
@@ -269,8 +268,10 @@ def _read_show(file: str, name: str) -> str:
                 else sys.stdin.read(MAX_SHOW_BYTES + 1).encode("utf-8", "surrogatepass")
             )
         else:
-            with Path(file).open("rb") as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            # without waiting: a named pipe opens at once, and is refused below
+            fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
                     msg = f"cannot read {name}: not a regular file; {_FIX_SHOW}"
                     raise _Failure(msg)
                 data = handle.read(MAX_SHOW_BYTES + 1)

@@ -697,8 +697,11 @@ def test_show_refuses_a_device_a_directory_and_an_endless_input(
     once: a symlink to /dev/zero is not read until memory runs out."""
     zero = tmp_path / "zero.json"
     zero.symlink_to("/dev/zero")
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)  # no writer: opening it to read would wait for ever
     for path, why in (
         (zero, "not a regular file; pass a file written from a Response's to_json()"),
+        (pipe, "not a regular file; pass a file written from a Response's to_json()"),
         (tmp_path, "Is a directory"),
     ):
         status, out, err = _run(capsys, "show", str(path))
