@@ -249,7 +249,7 @@ def test_fit_refuses_what_it_cannot_train(calls: Calls, system: System) -> None:
         system.fit("decision", TRAIN, [True] * 40 + ["no"] * 40)
     with pytest.raises(TypeError, match=r"label 0 is 0\.5 \(float\)"):
         system.fit("decision", TRAIN, [0.5] * 80)
-    with pytest.raises(TypeError, match=r"label 1 is an integer of 16,610 bits \(int\); .* at most 64 bits"):
+    with pytest.raises(TypeError, match=r"label 1 is an integer of 16,610 bits .* 64 bits"):
         system.fit("decision", TRAIN, [1, 10**5000] * 40)
     with pytest.raises(PlanError, match=r"feature 'ratoi' .* \(did you mean 'ratio'\?\)"):
         system.fit("decision", TRAIN, repaid(TRAIN), features=["ratoi"])
