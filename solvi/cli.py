@@ -342,7 +342,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        help="report cycles, request keys and unreachable parts",
+        help="report cycles, hard checks that gate nothing, request keys and unreachable parts",
         description=(
             "Report every cycle among facts and every hard check that governs no question "
             "(errors), the request keys each question needs (information), and the parts "
