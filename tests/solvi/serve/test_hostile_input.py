@@ -84,33 +84,13 @@ async def test_the_longest_integer_a_record_holds_is_answered() -> None:
 async def test_a_content_length_that_is_no_ascii_number_is_a_400(declared: str) -> None:
     """A mounted app sees headers no HTTP server checked: a Unicode digit or a number
     too long for int() once raised out of the app as a 500."""
-    app = asgi(_echo())
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/v1/ask",
-        "raw_path": b"/v1/ask",
-        "query_string": b"",
-        "headers": [
+    status, body = await _raw(
+        [
             (b"content-type", b"application/json"),
             (b"content-length", declared.encode("latin-1", "replace")),
-        ],
-        "http_version": "1.1",
-        "scheme": "http",
-        "server": ("test", 80),
-        "client": ("test", 1),
-    }
-    sent: list[dict[str, object]] = []
-
-    async def receive() -> dict[str, object]:
-        return {"type": "http.request", "body": b"{}", "more_body": False}
-
-    async def send(message: dict[str, object]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    assert sent[0]["status"] == 400
-    body = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))  # type: ignore[misc]
+        ]
+    )
+    assert status == 400
     assert body["error"]["code"] == "invalid_json"
     assert "Content-Length header must be a whole number of bytes" in body["error"]["message"]
 
