@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import enum
 import hashlib
+import inspect
 import json
 import math
 import uuid
@@ -135,6 +136,13 @@ def _convert(value: Any, where: str, depth: int) -> Any:
         return _convert(dataclasses.asdict(value), where, depth)
     if attrs.has(type(value)):
         return _convert(attrs.asdict(value, recurse=False), where, depth)
+    if inspect.isawaitable(value):
+        msg = (
+            f"{where} is a {type(value).__qualname__}, not a value: the part returned a call "
+            f"of an `async def` function without awaiting it, so that call never ran; "
+            f"declare the part `async def` and await it"
+        )
+        raise RecordError(msg, fact=where.split("[", 1)[0])
     msg = (
         f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which a decision "
         f"record cannot hold; return JSON data (str, int, float, bool, None, list, dict), a "

@@ -8,11 +8,13 @@ rather than editing them.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
 from solvi.costs import MeasuredCosts
+from solvi.errors import _finite
 from solvi.strategy import CostStrategist, DeterministicStrategist, Strategist
 
 __all__ = ["Setting", "Settings", "check_flag", "check_names", "check_positive"]
@@ -21,11 +23,20 @@ T = TypeVar("T")
 
 
 def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
-    """Raise ValueError naming `name` unless `value` is a positive number (whole with `integer`)."""
+    """Raise ValueError naming `name` unless `value` is a positive number (whole with
+    `integer`) that a float holds: not NaN, not infinite (None is the way to say "no
+    limit", where there is one)."""
     kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # NaN too
-        expected = "a positive whole number" if integer else "a positive number"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, kind)
+        or not value > 0
+        or not _finite(value)
+    ):
+        expected = "a positive whole number" if integer else "a positive finite number"
         msg = f"{name} must be {expected}, got {value!r}"
+        if not integer and isinstance(value, float) and value == math.inf:
+            msg += " (an infinite one is no limit: leave the option out, or pass None)"
         raise ValueError(msg)
 
 

@@ -77,9 +77,13 @@ class Cause:
 
 def check_verdict(value: Any) -> tuple[bool | Fail | None, str | None]:
     """A check's value as its verdict: True, False or the `Fail` itself; or None and
-    why, for a value that cannot be read as true or false (its ``__bool__`` raised)."""
+    why, for a value that cannot be read as true or false (its ``__bool__`` raised),
+    and for None: what a check without a ``return`` gives, which must not pass for a
+    failed check that forces every request."""
     if type(value) is bool or type(value) is Fail:
         return value, None
+    if value is None:
+        return None, NO_VERDICT + "None; return True or False (did the check forget its return?)"
     try:
         return bool(value), None
     except Exception as exc:
@@ -351,8 +355,14 @@ def _fact_of(flow: Flow, part_name: str) -> str:
 class PartTimeout(Exception):
     """A part ran past its timeout."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"timed out after {seconds:g} s")
+    def __init__(self, seconds: float, *, waiting_for: int | None = None) -> None:
+        said = f"timed out after {seconds:g} s"
+        if waiting_for is not None:
+            said += (
+                f", waiting for one of the System's {waiting_for} threads (all busy): "
+                f"raise System(threads=...) or the timeout"
+            )
+        super().__init__(said)
         self.seconds = seconds
 
 
@@ -403,7 +413,9 @@ def _run_in_daemon_thread(func: Callable[[], Any], timeout: float | None) -> Any
 
     thread = threading.Thread(target=target, name="solvi-part", daemon=True)
     thread.start()
-    if not done.wait(timeout):
+    # A wait past threading.TIMEOUT_MAX (about 292 years) raises OverflowError; it is
+    # no wait with an end, so it is waited for as such (as anyio does under aask).
+    if not done.wait(None if timeout is None or timeout >= threading.TIMEOUT_MAX else timeout):
         assert timeout is not None  # done.wait(None) only returns once set
         raise PartTimeout(timeout)
     if failure:

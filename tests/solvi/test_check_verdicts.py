@@ -96,6 +96,21 @@ def test_a_value_that_is_neither_true_nor_false_is_the_checks_error(tmp_path: Pa
     assert len({r.hash for r in responses.values()}) == 1
 
 
+def test_a_check_that_returns_none_is_its_error_not_a_failed_check(tmp_path: Path) -> None:
+    """A check without a `return` gives None; read as false it would force every
+    request, so it is the check's error, the same every way, saying what to fix."""
+    responses = _every_way(None, tmp_path)
+    for name, response in responses.items():
+        (guard,) = response.safeguards
+        assert (guard.part, guard.kind) == ("known", "error"), name
+        assert guard.message == (
+            "returned a value that is neither true nor false: None; return True or False "
+            "(did the check forget its return?)"
+        )
+        assert response["approve"].status == "abstained", name
+    assert len({r.hash for r in responses.values()}) == 1
+
+
 def test_a_resumed_check_keeps_its_verdict(tmp_path: Path) -> None:
     """The journal holds the verdict, so a resume reads back True, not the object."""
     system = _system(Approval(), tmp_path / "a")

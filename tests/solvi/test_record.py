@@ -238,3 +238,18 @@ def test_a_dict_that_looks_like_a_tag_keeps_its_own_record(look_alike: dict[str,
     recorded = to_record_value(look_alike, "fact")
     assert recorded not in (to_record_value(v, "fact") for v in (math.nan, math.inf, -math.inf))
     assert from_record_value(recorded) == look_alike
+
+
+def test_an_awaitable_returned_by_a_plain_part_says_to_await_it() -> None:
+    """A `def` part that returns `fetch(x)` of an `async def fetch` gets a message
+    about the missing await, not about JSON types."""
+
+    async def fetch() -> int:
+        return 1
+
+    call = fetch()
+    try:
+        with pytest.raises(RecordError, match="without awaiting it, so that call never ran"):
+            to_record_value(call, "fact")
+    finally:
+        call.close()

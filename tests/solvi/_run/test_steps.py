@@ -256,3 +256,49 @@ def test_an_exception_becomes_an_error_cause_with_its_type() -> None:
     """cause_of keeps the exception's type name and message."""
     exc: Any = KeyError("k")
     assert cause_of(exc, "p", "f") == Cause("error", "p", "f", "KeyError: 'k'")
+
+
+@pytest.mark.parametrize("seconds", [1e10, 10**20, 1e300])
+def test_a_timeout_past_what_a_thread_can_wait_is_no_limit(seconds: float) -> None:
+    """A timeout of centuries (past threading.TIMEOUT_MAX) made `ask` record an
+    OverflowError where `aask` decided: it is waited for without an end, the same way
+    by every driver."""
+    import anyio
+
+    cat = Catalog("long")
+
+    @cat.fn(blocking=True, timeout=seconds)
+    def slow(x: int) -> int:
+        time.sleep(0.01)
+        return x
+
+    @cat.rule
+    def approve(slow: int) -> bool:
+        return slow > 0
+
+    system = System(cat)
+    hashes = set()
+    for res in (
+        system.ask({"x": 1}),
+        system.ask({"x": 1}, workers=2),
+        anyio.run(system.aask, {"x": 1}),
+    ):
+        assert (res["approve"].status, res.safeguards) == ("decided", ())
+        hashes.add(res.hash)
+    assert len(hashes) == 1
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 10**400])
+def test_a_request_timeout_must_be_finite(seconds: float) -> None:
+    """`ask(timeout=inf)` and `System(timeout=inf)` are refused as `@cat.fn(timeout=inf)`
+    is: an infinite timeout is no timeout, which None says."""
+    cat = Catalog("t")
+
+    @cat.rule
+    def approve(x: int) -> bool:
+        return x > 0
+
+    with pytest.raises(ValueError, match="timeout must be a positive finite number"):
+        System(cat, timeout=seconds)
+    with pytest.raises(ValueError, match="timeout must be a positive finite number"):
+        System(cat).ask({"x": 1}, timeout=seconds)

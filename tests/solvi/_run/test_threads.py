@@ -3,6 +3,8 @@ call given up before its thread began is never made."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -122,3 +124,58 @@ def test_each_loop_has_slots_of_its_own_dropped_with_it() -> None:
     assert table.of(first) is not table.of(second)
     del second
     assert len(table._by_loop) == 1
+
+
+HANG = """
+import threading, anyio
+from solvi import Catalog, System
+
+cat = Catalog("t")
+
+@cat.fn(blocking=True, timeout=0.01)
+def cpu(x: int) -> int:
+    return sum(range(3_000_000)) % 7  # one C call: holds the interpreter lock ~30 ms
+
+@cat.rule
+def r(cpu: int) -> int:
+    return cpu
+
+s = System(cat)
+for i in range(12):
+    anyio.run(lambda: s.aask({"x": i}))
+print(threading.active_count())
+"""
+
+
+def test_a_thread_ending_as_its_loop_stops_does_not_hang_the_process() -> None:
+    """Each request on a loop of its own (anyio.run per call), its blocking part given
+    up by a timeout: the thread ends while its loop is stopping but not yet closed. It
+    hands back its slot without waiting for that loop, so no thread is left stuck and
+    the interpreter exits; waiting there once hung it for ever."""
+    done = subprocess.run(
+        [sys.executable, "-c", HANG], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert int(done.stdout) <= 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_call_that_never_got_a_thread_says_so(backend: str) -> None:
+    """Timed out while every thread was busy: the message says it waited for one, and
+    how to give it one; a call that ran past its deadline is a plain timeout."""
+    release = threading.Event()
+
+    async def main() -> None:
+        slots = ThreadSlots(1)
+        with pytest.raises(PartTimeout) as ran:
+            await slots.call(release.wait, (5,), 0.02)
+        assert str(ran.value) == "timed out after 0.02 s"
+        with pytest.raises(PartTimeout) as waited:
+            await slots.call(print, (), 0.02)
+        assert str(waited.value) == (
+            "timed out after 0.02 s, waiting for one of the System's 1 threads (all busy): "
+            "raise System(threads=...) or the timeout"
+        )
+        release.set()
+
+    anyio.run(main, backend=backend)
