@@ -7,13 +7,14 @@ the progress check ``game``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
-from grounded_decision._listing import listed
+from grounded_decision._listing import listed, shown
 from grounded_decision.errors import GameTooLarge, ParityUnsolved
 from grounded_decision.evidence import Evidence, EvidenceRules
 from grounded_decision.policy.automata import cycle_rank
@@ -81,7 +82,22 @@ QUESTIONS: Mapping[str, str] = MappingProxyType(
 
 
 def _freeze(metrics: Mapping[str, Metric]) -> Mapping[str, Metric]:
-    return MappingProxyType(dict(metrics))
+    """The metrics, read-only; refused when one is no JSON scalar a record can write
+    (a NaN or an infinity would make `Decision.to_json` write bare ``NaN``)."""
+    frozen = dict(metrics)
+    for key, value in frozen.items():
+        ok = (
+            value is None
+            or isinstance(value, bool | int | str)
+            or (isinstance(value, float) and math.isfinite(value))
+        )
+        if not isinstance(key, str) or not ok:
+            msg = (
+                f"check metric {shown(key)} is {shown(value)}; a metric is named by a string "
+                f"and is a finite number, a string, true, false or None"
+            )
+            raise ValueError(msg)
+    return MappingProxyType(frozen)
 
 
 @attrs.frozen

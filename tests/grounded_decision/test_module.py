@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from typing import Any
@@ -584,3 +585,14 @@ def test_the_shape_summary_names_ten_unreachable_states_and_counts_the_rest() ->
     assert summary.endswith("'orphan_9' and 49990 more")
     assert module.policy_channels[0].metrics["unreachable"] == 50_000
     assert len(module.decide(Event("e"), well_corroborated_evidence()).reason) < 300
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, [1], {"a": 1}])
+def test_a_check_report_refuses_a_metric_no_record_can_write(value: object) -> None:
+    """A NaN or an infinity would have `to_json` write bare NaN, which is no JSON: a
+    report built with one is refused when built, naming the metric."""
+    from grounded_decision.checks import Channel
+
+    with pytest.raises(ValueError, match="check metric 'ratio' is"):
+        Channel("sources", True, "fine", {"ratio": value}, "operational")  # type: ignore[dict-item]
+    assert Channel("sources", True, "fine", {"ratio": 0.5}, "operational").metrics["ratio"] == 0.5
