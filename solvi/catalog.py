@@ -454,8 +454,18 @@ class Catalog:
             )
         name = getattr(func, "__name__", None)
         if not isinstance(name, str) or not name.isidentifier():
-            msg = f"{decorator} needs a named function, got {func!r}"
+            msg = (
+                f"{decorator} needs a named function, got {func!r}; wrap it in a def whose "
+                f"parameters name the facts it reads"
+            )
             raise CatalogError(msg)
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            # A generator object is truthy: as a check it would pass every request.
+            msg = (
+                f"{decorator}: {name!r} is a generator (it yields); a part returns its value "
+                f"once, so use return instead of yield"
+            )
+            raise CatalogError(msg, part=name)
         try:
             signature = inspect.signature(func)
         except (TypeError, ValueError) as exc:

@@ -145,9 +145,15 @@ class FastHead:
             self.weights[k] = self.weights.get(k, 0.0) * decay - self.rate * error * v
 
     def fit(self, rows: Iterable[tuple[Row, float]]) -> None:
-        """Refit from scratch on the given rows (in order, `epochs` times)."""
+        """Refit from scratch on the given rows (in order, `epochs` times).
+
+        The scales start again too: kept from every row ever seen, they would hold a
+        column for each distinct string value a request ever brought (one-hot), and the
+        stored model would grow without end.
+        """
         data = list(rows)
         self.weights = {}
+        self.scale = {}
         self.bias = 0.0
         for _ in range(self.epochs):
             for row, label in data:

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from solvi.catalog import Part
-from solvi.errors import _closest
+from solvi.errors import PlanError, _closest
 from solvi.flow import Flow, FlowNode, QuestionPlan
 from solvi.order import MAX_CHECKPOINT_BYTES, Head, read_checkpoint
 from solvi.question import Question
@@ -504,6 +504,7 @@ class _Planner:
         per_question: Sequence[frozenset[str]],
     ) -> tuple[FlowNode, ...]:
         facts: set[str] = set().union(*per_question) if per_question else set()
+        selected = _without_cycles(selected, facts)
         reads = {f: [i for p in selected[f] for i in p.inputs if i in facts] for f in facts}
         hard = {f for f in facts if any(p.is_hard_check for p in selected[f])}
         first_phase: set[str] = set()
@@ -553,6 +554,55 @@ class _Planner:
             )
             for n, f in enumerate(order)
         )
+
+
+def _without_cycles(
+    selected: Mapping[str, tuple[Part, ...]], facts: set[str]
+) -> Mapping[str, tuple[Part, ...]]:
+    """The producers of `facts` less those that read a fact on a cycle among them.
+
+    A fact with a second producer that reads a fact computed from the first (``a``
+    from a key, or from ``b``, where ``b`` reads ``a``) could never be ordered; left
+    out, it took every question that needed it to a "decided" answer of no value. The
+    producer that closes the cycle cannot run before the fact it computes, so it is
+    dropped where the fact keeps another producer.
+
+    Raises:
+        PlanError: a cycle no dropped producer breaks (the planner blocks those
+            before, so this is a strategist's flow gone wrong).
+    """
+    kept = dict(selected)
+    while True:
+        waiting = {f: {i for p in kept[f] for i in p.inputs if i in facts} for f in facts}
+        dependents: dict[str, list[str]] = {f: [] for f in facts}
+        for f, inputs in waiting.items():
+            for i in inputs:
+                dependents[i].append(f)
+        count = {f: len(inputs) for f, inputs in waiting.items()}
+        ready = [f for f in facts if not count[f]]
+        done: set[str] = set()
+        while ready:
+            f = ready.pop()
+            done.add(f)
+            for d in dependents[f]:
+                count[d] -= 1
+                if not count[d]:
+                    ready.append(d)
+        left = facts - done
+        if not left:
+            return kept
+        dropped = False
+        for f in sorted(left):
+            rest = tuple(p for p in kept[f] if not any(i in left for i in p.inputs))
+            if rest and len(rest) < len(kept[f]):
+                kept[f] = rest
+                dropped = True
+        if not dropped:
+            msg = (
+                f"the flow cannot order the facts {', '.join(sorted(left))}: each waits for "
+                f"another of them; break the cycle in the catalog"
+            )
+            raise PlanError(msg)
 
 
 class DeterministicStrategist(_Planner):

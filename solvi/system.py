@@ -478,6 +478,7 @@ class System:
                 policy,
                 self.planner.node_cost,
                 by_declaration=self._by_declaration(policy),
+                workers=n,
             )
         response = self._conclude(run)
         self._keep(response, run, learning=self._learning_due())
@@ -750,13 +751,17 @@ class System:
     _as_state = staticmethod(as_state)
 
     def _pool(self, workers: int) -> ThreadPoolExecutor:
-        pool = self._pools.get(workers)
+        """A pool of at least `workers` threads. Sizes go up in powers of two, so a
+        caller choosing `workers=` per request keeps a handful of pools, not one per
+        value; each request runs at most `workers` steps at once all the same."""
+        size = 1 << (workers - 1).bit_length()
+        pool = self._pools.get(size)
         if pool is None:
             with self._lock:
-                pool = self._pools.get(workers)
+                pool = self._pools.get(size)
                 if pool is None:
-                    pool = ThreadPoolExecutor(workers, thread_name_prefix=f"solvi-{self.name}")
-                    self._pools[workers] = pool
+                    pool = ThreadPoolExecutor(size, thread_name_prefix=f"solvi-{self.name}")
+                    self._pools[size] = pool
         return pool
 
     def close(self) -> None:

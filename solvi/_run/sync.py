@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import queue
 from collections.abc import Callable, Sequence
@@ -175,8 +176,9 @@ def run_sequential(
             _drive_sequential(run, drive.indices, drive.filter_wanted)
 
 
-def _drive_threaded(run: Run, drive: Drive, pool: Executor) -> None:
-    """Run one drive on a pool: each node starts as soon as the nodes it reads are done."""
+def _drive_threaded(run: Run, drive: Drive, pool: Executor, workers: int) -> None:
+    """Run one drive on a pool: each node starts as soon as the nodes it reads are done
+    and fewer than `workers` of the drive's nodes are running."""
     nodes = run.program.nodes
     waiting, ready, count = readiness(run, drive)
     if not count:
@@ -198,17 +200,17 @@ def _drive_threaded(run: Run, drive: Drive, pool: Executor) -> None:
             raise RuntimeError(CLOSED) from exc
         future.add_done_callback(functools.partial(_tell_if_dropped, done, index))
 
-    for i in ready:
-        submit(i)
-    outstanding = len(ready)
-    while outstanding:
+    queued = collections.deque(ready)
+    outstanding = 0
+    while queued or outstanding:
+        while queued and outstanding < workers:
+            submit(queued.popleft())
+            outstanding += 1
         index, error = done.get()
         outstanding -= 1
         if error is not None:
             raise error
-        for d in release(waiting, nodes[index].dependents):
-            submit(d)
-            outstanding += 1
+        queued.extend(release(waiting, nodes[index].dependents))
 
 
 CLOSED = (
@@ -233,11 +235,13 @@ def run_threaded(
     cost_of: Any = None,
     *,
     by_declaration: bool = False,
+    workers: int,
 ) -> None:
-    """Run a request's flow on worker threads, drive by drive.
+    """Run a request's flow on worker threads, drive by drive, at most `workers` of its
+    steps at once (the pool may be larger, and shared with other requests).
 
     Under an `order` policy the hard checks run one after another, the steps
     each one reads still in parallel.
     """
     for drive in drives(run, order, cost_of, by_declaration=by_declaration):
-        _drive_threaded(run, drive, pool)
+        _drive_threaded(run, drive, pool, workers)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from solvi import Catalog, CatalogError
@@ -146,3 +148,21 @@ def test_version_follows_the_catalog_shape() -> None:
         return cat
 
     assert build(False).version == build(False).version != build(True).version
+
+
+@pytest.mark.parametrize("kind", ["fn", "check", "rule"])
+def test_a_generator_is_refused_for_every_kind_of_part(kind: str) -> None:
+    """A generator object is truthy: a hard check that yields would pass every request.
+    Every kind of part refuses a generator or an async generator when declared."""
+    cat = Catalog("g")
+
+    def adult(age: int) -> Any:
+        yield age >= 18
+
+    async def also(age: int) -> Any:
+        yield age >= 18
+
+    decorate = getattr(cat, kind)
+    for func in (adult, also):
+        with pytest.raises(CatalogError, match=r"is a generator \(it yields\); a part returns"):
+            decorate(func)

@@ -259,3 +259,16 @@ def test_no_warning_for_default_speculation() -> None:
                 {"customer": {"known": True, "score": 1, "segment": "x"}}, speculate=True
             )
         )
+
+
+def test_a_check_model_keeps_no_column_of_rows_past_its_window() -> None:
+    """Each request with a new string value adds a one-hot column; once a refit runs,
+    only the columns of the rows in the window are kept, so the model (and the blob a
+    store keeps of it) stays bounded however many distinct values come."""
+    model = OrderModel(refit=50, window=200)
+    for i in range(3000):
+        model.observe("check", {f"customer=c{i}": 1.0, "amount": float(i % 7)}, i % 3 == 0)
+    head = model._checks["check"].head
+    assert head is not None
+    assert len(head.scale) <= 200 + 50 + 1
+    assert len(model.to_json()) < 40_000

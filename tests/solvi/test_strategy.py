@@ -350,3 +350,30 @@ def test_planner_reports_the_shortest_cycle_through_a_blocked_fact() -> None:
     skipped = System(cat).plan([]).skipped
     assert skipped["a"] == "on a cycle: a -> b -> a"
     assert skipped["c"] == "on a cycle: c -> a -> c"
+
+
+def test_a_producer_that_closes_a_cycle_is_dropped_not_its_question() -> None:
+    """`a` from a key or from `b`, where `b` reads `a`: the producer reading `b` can
+    never run first. Planning all producers dropped the whole cycle and answered `r`
+    "decided" with no value; it now drops that producer and decides from the key."""
+    cat = Catalog("cyc")
+
+    @cat.fn(provides="a")
+    def a_from_key(k: int) -> int:
+        return k
+
+    @cat.fn(provides="a")
+    def a_from_b(b: int) -> int:
+        return b
+
+    @cat.fn
+    def b(a: int) -> int:
+        return a + 200
+
+    @cat.rule
+    def r(b: int) -> bool:
+        return b > 100
+
+    res = System(cat, strategist=CostStrategist()).ask({"k": 1})
+    assert (res["r"].status, res["r"].value) == ("decided", True)
+    assert "a_from_b" not in res.flow.steps

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -374,3 +375,40 @@ def test_closing_the_system_fails_requests_in_flight_instead_of_hanging() -> Non
     assert not any(thread.is_alive() for thread in threads), "a request still waits"
     assert len(outcomes) == 3
     assert all("System was closed while this request ran" in o for o in outcomes), outcomes
+
+
+def test_workers_per_request_share_a_few_pools_and_bound_each_request() -> None:
+    """`ask(workers=w)` for 60 different w keeps pools of power-of-two sizes (7, not
+    60), and no request runs more than its own `workers` steps at once."""
+    cat = Catalog("wide")
+    running = [0]
+    most: list[int] = []
+    lock = threading.Lock()
+
+    def step_named(name: str) -> Any:
+        def step(x: int) -> int:
+            with lock:
+                running[0] += 1
+                most.append(running[0])
+            time.sleep(0.002)
+            with lock:
+                running[0] -= 1
+            return x
+
+        step.__name__ = step.__qualname__ = name
+        return step
+
+    for i in range(8):
+        cat.fn(step_named(f"s{i}"))
+
+    @cat.rule
+    def total(s0: int, s1: int, s2: int, s3: int, s4: int, s5: int, s6: int, s7: int) -> int:
+        return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+
+    system = System(cat)
+    for workers in range(2, 62):
+        most.clear()
+        assert system.ask({"x": 1}, workers=workers)["total"].value == 8
+        assert max(most) <= workers
+    assert sorted(system._pools) == [2, 4, 8, 16, 32, 64]
+    system.close()
