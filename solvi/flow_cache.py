@@ -14,6 +14,8 @@ from typing import Any
 
 from solvi._run.steps import Program, compile_flow
 from solvi.catalog import Part
+from solvi.errors import PlanError
+from solvi.flow import Flow
 from solvi.inputs import RequestGuard
 from solvi.question import Question
 from solvi.strategy import Prices, Strategist
@@ -65,9 +67,58 @@ class FlowCache:
         keys = cache_key if isinstance(cache_key, frozenset) else cache_key[0]
         self._guard.check(keys)
         plan = self._strategist.plan(self._parts, self._questions, keys, prices)
+        _check_flow(plan, self._strategist)
         program = compile_flow(plan)
         with self._lock:
             self._programs[cache_key] = program
             while len(self._programs) > self.max_flows:
                 self._programs.popitem(last=False)
         return program
+
+
+def _check_flow(flow: object, strategist: object) -> None:
+    """Refuse a flow no driver can run, before it is compiled: a strategist of one's
+    own may return anything, and a flow out of order failed later with a KeyError, or
+    answered a question whose rule it left out "decided" with no value.
+
+    Raises:
+        PlanError: naming the strategist and what is wrong with its flow.
+    """
+    who = f"strategist {getattr(strategist, 'name', type(strategist).__name__)!r}"
+    if not isinstance(flow, Flow):
+        msg = f"{who} returned {type(flow).__name__}, not a solvi.Flow; return the Flow it plans"
+        raise PlanError(msg)
+    seen: dict[str, int] = {}
+    for position, node in enumerate(flow.nodes):
+        if node.index != position or node.fact in seen:
+            msg = (
+                f"{who} planned node {node.fact!r} at {position} with index {node.index}; "
+                f"give each fact one node, indexed in flow order"
+            )
+            raise PlanError(msg)
+        late = [d for d in node.deps if not 0 <= d < position]
+        if late:
+            msg = (
+                f"{who} planned {node.fact!r} before the nodes it reads ({late}); order the "
+                f"nodes so that each comes after those it reads"
+            )
+            raise PlanError(msg)
+        read = {seen[i] for i in node.inputs if i in seen}
+        if set(node.deps) != read:
+            msg = (
+                f"{who} planned {node.fact!r} with deps {list(node.deps)}, but it reads the "
+                f"facts of nodes {sorted(read)}; give each node the indices of the nodes it "
+                f"reads"
+            )
+            raise PlanError(msg)
+        seen[node.fact] = position
+    for question in flow.questions:
+        rule = question.rule
+        given = rule is None or rule in seen or rule in flow.keys
+        if question.blocked is None and not given:
+            msg = (
+                f"{who} left out the rule {question.rule!r} of question {question.name!r}; "
+                f"plan a node for it, or block the question saying why"
+            )
+            raise PlanError(msg)
+

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import attrs
 import pytest
 from threads import errors_in_threads
 
-from solvi import Catalog, Question, RequestError, System
+from solvi import Catalog, PlanError, Question, RequestError, System
 
 
 def _system(max_flows: int) -> System:
@@ -87,3 +91,72 @@ def test_the_default_bound_is_a_thousand_flows() -> None:
     """Without max_flows= the System keeps at most 1,000 flows."""
     cat = _system(1).catalog
     assert System(cat, [Question("approve", forced=False)]).settings.max_flows == 1000
+
+
+def _plans_then(change: Any) -> Any:
+    """A strategist that plans as the default one does, then changes the flow."""
+    from solvi.strategy import DeterministicStrategist
+
+    base = DeterministicStrategist()
+
+    class Changed:
+        name = "changed"
+
+        def plan(self, parts: Any, questions: Any, keys: Any, prices: Any = None) -> Any:
+            return change(base.plan(parts, questions, keys, prices))
+
+    return Changed()
+
+
+def _chain() -> Catalog:
+    cat = Catalog("s")
+
+    @cat.fn
+    def a(k: int) -> int:
+        return 1
+
+    @cat.fn
+    def b(a: int) -> int:
+        return a + 1
+
+    @cat.rule
+    def r(b: int) -> bool:
+        return b > 1
+
+    return cat
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda flow: None, "returned NoneType, not a solvi.Flow"),
+        (
+            lambda flow: attrs.evolve(
+                flow,
+                nodes=tuple(
+                    attrs.evolve(n, index=i, deps=()) for i, n in enumerate(flow.nodes[1:])
+                ),
+            ),
+            "planned 'r' with deps [], but it reads the facts of nodes [0]",
+        ),
+        (
+            lambda flow: attrs.evolve(
+                flow, nodes=(attrs.evolve(flow.nodes[0], deps=(1,)), *flow.nodes[1:])
+            ),
+            "planned 'a' before the nodes it reads ([1])",
+        ),
+        (
+            lambda flow: attrs.evolve(flow, nodes=flow.nodes[:2]),
+            "left out the rule 'r' of question 'r'",
+        ),
+    ],
+    ids=["none", "a-node-dropped", "a-cycle", "the-rule-dropped"],
+)
+def test_a_strategists_flow_no_driver_can_run_is_refused(change: Any, message: str) -> None:
+    """A strategist of one's own may return anything: a flow out of order once failed
+    with a KeyError inside a request, or answered a question "decided" with no value.
+    It is refused with a PlanError naming the strategist, before anything runs."""
+    system = System(_chain(), strategist=_plans_then(change))
+    with pytest.raises(PlanError, match=re.escape(f"strategist 'changed' {message}")):
+        system.ask({"k": 1})
+    assert System(_chain(), strategist=_plans_then(lambda flow: flow)).ask({"k": 1})["r"].value
