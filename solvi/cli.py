@@ -30,7 +30,7 @@ from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import record_hashes, render
 from solvi.serve import add_serve_command
 from solvi.storecli import add_store_commands
-from solvi.strategy import fact_cycles, reachable_facts
+from solvi.strategy import cycle_text, fact_cycles, reachable_facts
 from solvi.system import System
 
 __all__ = ["main"]
@@ -92,7 +92,7 @@ def _check_report(target: str, system: System) -> dict[str, Any]:
                 plan = widest.question(q.name)
                 affected[q.name] = plan.blocked or f"needs {', '.join(sorted(on_cycle))}"
         cycles.append({"path": path, "questions": affected})
-        text = " -> ".join(path)
+        text = cycle_text(path)
         if affected:
             errors.append(
                 f"cycle {text}: no request can compute these facts, so these questions "
