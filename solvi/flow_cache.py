@@ -121,4 +121,3 @@ def _check_flow(flow: object, strategist: object) -> None:
                 f"plan a node for it, or block the question saying why"
             )
             raise PlanError(msg)
-
