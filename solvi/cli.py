@@ -168,7 +168,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     # The report lists what the System warns of when it is built; print it once.
     with warnings_module.catch_warnings():
         warnings_module.simplefilter("ignore", SolviWarning)
-        system = load_system(args.target)
+        try:
+            system = load_system(args.target)
+        except TargetError as exc:
+            if args.json and exc.catalog_mistake:
+                # A program reading the report gets one, saying why there is no other.
+                failed = {"target": args.target, "ok": False, "errors": [str(exc)]}
+                print(json.dumps(failed, indent=2))
+            raise
     report = _check_report(args.target, system)
     if args.strict:
         report["ok"] = report["ok"] and not report["warnings"]

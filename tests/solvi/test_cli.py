@@ -349,6 +349,10 @@ def test_a_module_with_a_catalog_mistake_is_reported(
     assert status == 1
     assert "declares a part wrongly: part 'approve' is declared twice" in err
     assert err.count("\n") == 1
+    status, out, _ = _run(capsys, "check", "--json", f"{tmp_path / 'twice.py'}:catalog")
+    report = json.loads(out)  # a program reading the report gets one
+    assert (status, report["ok"]) == (1, False)
+    assert "part 'approve' is declared twice" in report["errors"][0]
 
 
 # -- plan --------------------------------------------------------------------------------
