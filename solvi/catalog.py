@@ -491,6 +491,15 @@ class Catalog:
                     msg,
                     part=name,
                 )
+            if param.default is not param.empty:
+                # Every parameter is a fact the flow must have before the call: a
+                # default would never be used, and the part would wait for the key.
+                msg = (
+                    f"part {name!r} gives parameter {param.name!r} a default, which is never "
+                    f"used: each parameter names a fact the part needs; drop the default, "
+                    f"or keep the value inside the part"
+                )
+                raise CatalogError(msg, part=name)
             inputs.append(param.name)
         if kind == "rule" and not inputs:
             msg = (

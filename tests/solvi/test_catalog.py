@@ -166,3 +166,15 @@ def test_a_generator_is_refused_for_every_kind_of_part(kind: str) -> None:
     for func in (adult, also):
         with pytest.raises(CatalogError, match=r"is a generator \(it yields\); a part returns"):
             decorate(func)
+
+
+def test_a_default_is_refused_since_it_would_never_be_used() -> None:
+    """`def total(a, b=3)` made `b` a required key without a word: every parameter is
+    a fact the part waits for, so a default is refused, naming the parameter."""
+    cat = Catalog("d")
+
+    def total(a: int, b: int = 3) -> int:
+        return a + b
+
+    with pytest.raises(CatalogError, match="part 'total' gives parameter 'b' a default"):
+        cat.fn(total)
