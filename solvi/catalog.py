@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import keyword
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, overload
@@ -528,6 +530,16 @@ class Catalog:
                 msg,
                 part=name,
             )
+        if keyword.iskeyword(fact) or unicodedata.normalize("NFKC", fact) != fact:
+            # No parameter can read it: Python reserves the word, or reads the name as
+            # its normal form (the ligature of "file" as "file").
+            read_as = unicodedata.normalize("NFKC", fact)
+            why = "is a Python keyword" if keyword.iskeyword(fact) else f"reads as {read_as!r}"
+            msg = (
+                f"part {name!r}: provides={fact!r} {why}, so no part's parameter can read "
+                f"it; choose another name"
+            )
+            raise CatalogError(msg, part=name)
         if fact in inputs:
             msg = (
                 f"part {name!r} reads the fact it provides ({fact!r}); a part cannot depend "

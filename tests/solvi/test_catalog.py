@@ -106,6 +106,8 @@ def test_star_args_and_keyword_only_parameters_are_rejected() -> None:
         ({"timeout": 0}, "timeout= must be"),
         ({"timeout": -(10**400)}, "timeout= must be a positive number"),
         ({"provides": "not a name"}, "provides= must be"),
+        ({"provides": "class"}, "provides='class' is a Python keyword"),
+        ({"provides": "\ufb01le"}, "reads as 'file', so no part's parameter can read it"),
     ],
 )
 def test_bad_options_are_rejected(options: dict[str, object], message: str) -> None:
