@@ -81,17 +81,20 @@ QUESTIONS: Mapping[str, str] = MappingProxyType(
 """One line per check: the question it answers."""
 
 
+def is_metric(value: object) -> bool:
+    """Whether `value` is a JSON scalar a record may hold: no NaN or infinity, which JSON
+    cannot write, and no list or object."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, bool | int | str)
+
+
 def _freeze(metrics: Mapping[str, Metric]) -> Mapping[str, Metric]:
     """The metrics, read-only; refused when one is no JSON scalar a record can write
     (a NaN or an infinity would make `Decision.to_json` write bare ``NaN``)."""
     frozen = dict(metrics)
     for key, value in frozen.items():
-        ok = (
-            value is None
-            or isinstance(value, bool | int | str)
-            or (isinstance(value, float) and math.isfinite(value))
-        )
-        if not isinstance(key, str) or not ok:
+        if not isinstance(key, str) or not is_metric(value):
             msg = (
                 f"check metric {shown(key)} is {shown(value)}; a metric is named by a string "
                 f"and is a finite number, a string, true, false or None"

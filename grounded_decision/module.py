@@ -20,6 +20,7 @@ from grounded_decision.checks import (
     Progress,
     evidence_checks,
     game_check,
+    is_metric,
     shape_check,
     solve_progress,
 )
@@ -100,14 +101,6 @@ def _shown(value: object) -> str:
     return f"{shown(value)} ({type(value).__name__})"
 
 
-def _is_metric(value: object) -> bool:
-    """Whether `value` is a JSON scalar a record may hold: no NaN or infinity, which JSON
-    cannot write, and no list or object."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return value is None or isinstance(value, bool | int | str)
-
-
 def _check_channel_fields(channel: Mapping[str, Any]) -> None:
     """Refuse a check report whose fields are missing or of the wrong type."""
     name = channel["name"]
@@ -128,7 +121,7 @@ def _check_channel_fields(channel: Mapping[str, Any]) -> None:
         msg = f"{where} 'metrics' must be an object of named numbers, got {_shown(metrics)}"
         raise RecordError(msg)
     for key, value in metrics.items():
-        if not isinstance(key, str) or not _is_metric(value):
+        if not isinstance(key, str) or not is_metric(value):
             msg = (
                 f"{where} metric {_shown(key)} is {_shown(value)}; a metric is a string name"
                 " with a finite number, a string, true, false or null"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -563,6 +564,12 @@ def check_not_text(state: Mapping[str, Any]) -> None:
         raise RequestError(msg, key=EXTRACTS)
 
 
+@functools.cache
+def _options(ask: Callable[..., Any]) -> tuple[str, ...]:
+    """The keyword options `ask` (or `aask`) takes, worked out once."""
+    return tuple(p for p in inspect.signature(ask).parameters if p not in ("self", "state"))
+
+
 def _before_extracts(
     system: System, ask: Callable[..., Any], text: object, state: Any, options: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -580,7 +587,7 @@ def _before_extracts(
         msg = f"ask_text takes the text as a str, got {type(text).__name__}"
         raise TypeError(msg)
     given = TextReader.given(state)
-    known = [p for p in inspect.signature(ask).parameters if p != "state"]
+    known = _options(getattr(ask, "__func__", ask))
     for name in options:
         if name not in known:
             msg = (

@@ -26,13 +26,7 @@ def check_positive(name: str, value: Any, *, integer: bool = False) -> None:
     """Raise ValueError naming `name` unless `value` is a positive number (whole with
     `integer`) that a float holds: not NaN, not infinite (None is the way to say "no
     limit", where there is one)."""
-    kind = int if integer else (int, float)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, kind)
-        or not value > 0
-        or not _finite(value)
-    ):
+    if not _finite(value) or (integer and not isinstance(value, int)) or not value > 0:
         expected = "a positive whole number" if integer else "a positive finite number"
         msg = f"{name} must be {expected}, got {value!r}"
         if not integer and isinstance(value, float) and value == math.inf:

@@ -605,7 +605,7 @@ class System:
         if request_id is not None and (self.journal is not None or self.store is not None):
             # Seen to its end, so that a request cancelled now is still journaled, as
             # cancelled (below), and its id refused by `resume` as such.
-            check = functools.partial(self._check_new_id, request_id)
+            check = functools.partial(recovery.check_new_id, request_id, self.journal, self.store)
             _, cancelled_first = await in_thread_through(check)
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=False)
         policy = self._order_policy(order)
