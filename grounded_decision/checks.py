@@ -45,6 +45,7 @@ __all__ = [
     "Progress",
     "evidence_checks",
     "game_check",
+    "is_metric",
     "shape_check",
     "solve_progress",
 ]
