@@ -13,17 +13,19 @@ from __future__ import annotations
 
 from solvi._db.journal_base import (
     CANCELLED,
-    CLOSE_REQUEST,
-    INSERT_ENTRY,
-    OPEN_REQUEST,
-    EntryRows,
     Journal,
     JournalEntry,
     JournalError,
     RequestJournal,
     StepState,
-    entry_row,
     input_hash,
+)
+from solvi._db.journal_rows import (
+    CLOSE_REQUEST,
+    INSERT_ENTRY,
+    OPEN_REQUEST,
+    EntryRows,
+    entry_row,
 )
 from solvi._db.postgres_journal import PostgresJournal
 from solvi._db.sqlite_journal import SQLiteJournal

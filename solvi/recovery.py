@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from solvi._db.exact import encode as encode_exact
-from solvi._db.journal_base import ANSWERED, NO_EXACT, REFUSED, Item, rows_of
+from solvi._db.journal_base import ANSWERED, NO_EXACT, REFUSED
+from solvi._db.journal_rows import Item, rows_of
 from solvi._db.store_plans import PlanStore, duplicate_request
 from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
@@ -105,7 +106,7 @@ class Recovery:
 
 class JournalWriter:
     """One request's journal entries, handed to the journal as items (see
-    `solvi._db.journal_base.rows_of`).
+    `solvi._db.journal_rows.rows_of`).
 
     A started entry goes out at once, together with everything the request
     recorded before it (its open entry, the settled entries of the steps it

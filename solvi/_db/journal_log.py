@@ -13,7 +13,7 @@ on in the same transaction. Readers apply what lies beyond in a transaction they
 roll back, so they see every commit and write nothing.
 
 A record is one line of ASCII: the JSON list ``[ids, items]`` (the request ids it
-touches, and its items: opens, entries and closes, see `journal_base.statements_of`),
+touches, and its items: opens, entries and closes, see `journal_rows.statements_of`),
 a tab, a BLAKE2b digest of that JSON, a newline. JSON written with ``ensure_ascii``
 holds no raw tab or newline, so a newline ends a record and nothing else does: a
 record cut short has none. The ids come first so that even a damaged record names
@@ -41,7 +41,7 @@ from typing import Any
 
 import attrs
 
-from solvi._db.journal_base import (
+from solvi._db.journal_rows import (
     CLOSE_REQUEST,
     INSERT_ENTRY,
     OPEN_REQUEST,

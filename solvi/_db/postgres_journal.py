@@ -21,16 +21,18 @@ from typing import Any
 from solvi._db import migrations
 from solvi._db.journal_base import (
     ADD_CLOSED_AS,
-    CLOSE_REQUEST,
-    ENTRY_COLUMNS,
-    INSERT_ENTRY,
-    OPEN_REQUEST,
     SCHEMA,
     Journal,
     JournalError,
     Unit,
     drive_unit,
     newer_schema,
+)
+from solvi._db.journal_rows import (
+    CLOSE_REQUEST,
+    ENTRY_COLUMNS,
+    INSERT_ENTRY,
+    OPEN_REQUEST,
     request_ids_of,
 )
 from solvi._db.postgres_store import describe_dsn, pg_execute, reaching

@@ -29,19 +29,21 @@ from solvi._db import journal_log, migrations
 from solvi._db.journal_base import (
     ADD_CLOSED_AS,
     SCHEMA,
-    Item,
     Journal,
     JournalError,
     RequestJournal,
-    Statement,
     Unit,
     drive_unit,
-    items_of,
     newer_schema,
+)
+from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
+from solvi._db.journal_rows import (
+    Item,
+    Statement,
+    items_of,
     rows_of,
     statements_of,
 )
-from solvi._db.journal_log import LOGS_SCHEMA, Applied, LogWriter, encode
 from solvi._db.sqlite_lock import (
     FileMoved,
     Placed,

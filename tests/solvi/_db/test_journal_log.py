@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from solvi import ResumeRefused
 from solvi._db import journal_log
-from solvi._db.journal_base import EntryRows, statements_of
+from solvi._db.journal_rows import EntryRows, statements_of
 from solvi.journal import INSERT_ENTRY, JournalError, SQLiteJournal
 
 HERE = Path(__file__).resolve().parents[1]  # tests/solvi, where the flows live
