@@ -26,6 +26,7 @@ from solvi._targets import TARGET_HELP, TargetError, load_system
 from solvi.catalog import Part
 from solvi.errors import RequestError, _closest
 from solvi.flow import Flow
+from solvi.journalcli import add_journal_commands
 from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import record_hashes, render
 from solvi.serve import add_serve_command
@@ -343,7 +344,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="solvi",
-        description="Check catalogs, print flows, show decision records and serve Systems.",
+        description=(
+            "Check catalogs, print flows, show decision records, serve Systems, verify "
+            "and replay stores, and prune journals."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -390,6 +394,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_command(commands)
     add_store_commands(commands)
+    add_journal_commands(commands)
     return parser
 
 

@@ -41,7 +41,7 @@ from solvi._db.journal_rows import (
     rows_of,
 )
 from solvi._db.writer import Ticket, Writer
-from solvi.errors import SolviError
+from solvi.errors import SolviError, _finite
 
 __all__ = [
     "ADD_CLOSED_AS",
@@ -113,6 +113,12 @@ REFUSED = "refused"
 ANSWERED = "answered"
 #: what ``exact`` holds for a value with no exact form: its step is not resumable
 NO_EXACT = "-"
+#: the next requests `Journal.prune` deletes, in key order, a few hundred at a time (a
+#: short transaction, and each batch starts where the last one ended)
+_CLOSED_BEFORE = (
+    "SELECT request_id FROM journal_requests WHERE request_id > ? AND closed_at <= ? "
+    "ORDER BY request_id LIMIT 500"
+)
 
 #: One unit of the writer: statements, and store plans (a callable making a fresh
 #: plan, so that a unit can be retried alone), committed in one transaction.
@@ -303,6 +309,11 @@ class Journal(abc.ABC):
     """
 
     owner: str
+    #: what `prune` deletes of the requests it names ({} stands for their keys)
+    _forget_sql: tuple[str, ...] = (
+        "DELETE FROM journal_entries WHERE request_id IN ({})",
+        "DELETE FROM journal_requests WHERE request_id IN ({})",
+    )
     #: requests this process is running right now
     active: set[str]
     #: requests whose row could not be read (listed by nothing, reported here)
@@ -503,7 +514,10 @@ class Journal(abc.ABC):
             (request_id,),
         )
         if not rows:
-            msg = f"the journal {self} has no request {request_id!r}"
+            msg = (
+                f"the journal {self} has no request {request_id!r}: it never opened here, "
+                f"or prune() forgot it once it was closed"
+            )
             raise JournalError(msg)
         row = rows[0]
         try:
@@ -574,6 +588,24 @@ class Journal(abc.ABC):
                 JournalEntry(seq, kind, step, part, outcome, decoded, message, at, resumable)
             )
         return entries, torn
+
+    def prune(self, older_than: float) -> int:
+        """Forget the requests closed at least `older_than` seconds ago, with their
+        entries, and say how many. A closed request is kept only so that `resume`
+        can say how it ended and a caller cannot reuse its id; nothing else reads it.
+
+        Raises:
+            ValueError: `older_than` is not a number of seconds, 0 or more.
+        """
+        if not _finite(older_than) or older_than < 0:
+            msg = f"older_than must be a number of seconds, 0 or more; got {older_than!r}"
+            raise ValueError(msg)
+        cutoff, after, count = time.time() - older_than, "", 0
+        while ids := [row[0] for row in self._fetch(_CLOSED_BEFORE, (after, cutoff))]:
+            keys = ", ".join("?" * len(ids))
+            self.commit(tuple((sql.format(keys), tuple(ids)) for sql in self._forget_sql))
+            count, after = count + len(ids), ids[-1]
+        return count
 
     def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:
         """Every request opened and not closed (read only; claims nothing)."""

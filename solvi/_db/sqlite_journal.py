@@ -163,6 +163,10 @@ class SQLiteJournal(Journal):
             what to do).
     """
 
+    # `prune` forgets the damaged log records that named a request with it, which would
+    # otherwise count as a request lost with its open entry.
+    _forget_sql = (*Journal._forget_sql, "DELETE FROM journal_damaged WHERE request_id IN ({})")
+
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("NORMAL", "FULL"):
             msg = f'synchronous must be "NORMAL" or "FULL", got {synchronous!r}'

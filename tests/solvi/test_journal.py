@@ -403,3 +403,73 @@ def test_a_stored_response_is_kept_before_its_request_closes(where: str, tmp_pat
     assert closed["bare-1"][0] is not None
     assert closed["bare-1"][1] is None
     system.close()
+
+
+def _entries_of(journal: Journal, request_id: str) -> int:
+    rows = journal._fetch(
+        "SELECT count(*) FROM journal_entries WHERE request_id = ?", (request_id,)
+    )
+    return int(rows[0][0])
+
+
+def test_prune_forgets_closed_requests_and_keeps_open_ones(where: str) -> None:
+    """Requests closed long enough ago go, entries and all; a request still open (its
+    owner dead, waiting for recovery) and one closed too recently stay."""
+    _crash_in(where, "points")  # req-1 stays open: its owner died
+    system = crashy.build(where)
+    journal = system.journal
+    assert journal is not None
+    try:
+        for request_id in ("old-1", "old-2", "new"):
+            system.ask(crashy.STATE, request_id=request_id)
+        assert _entries_of(journal, "old-1") > 0
+        _sql(
+            journal,
+            "UPDATE journal_requests SET closed_at = closed_at - 7200 "
+            "WHERE request_id IN ('old-1', 'old-2')",
+        )
+
+        assert journal.prune(older_than=3600) == 2
+        assert not journal.has_request("old-1")
+        assert not journal.has_request("old-2")
+        assert _entries_of(journal, "old-1") == 0
+        assert journal.has_request("new")
+        assert [status.request_id for status in system.journal_status()] == ["req-1"]
+        with pytest.raises(ResumeRefused, match=r"has no request 'old-1': .* or prune"):
+            system.resume("old-1")
+
+        assert journal.prune(older_than=0) == 1  # "new" too; never an open request
+        assert journal.prune(older_than=0) == 0
+        (claimed,) = system.recover()
+        assert claimed.request_id == "req-1"
+        system.resume("req-1")
+        assert journal.prune(older_than=0) == 1
+    finally:
+        system.close()
+
+
+def test_prune_works_through_more_requests_than_one_batch(where: str) -> None:
+    """A few hundred requests go per transaction; every batch starts after the last."""
+    system = crashy.build(where)
+    journal = system.journal
+    assert journal is not None
+    try:
+        for number in range(1_203):
+            system.ask(crashy.STATE, request_id=f"r{number:05}")
+        assert journal.prune(older_than=0) == 1_203
+        assert journal._fetch("SELECT count(*) FROM journal_entries") == [(0,)]
+        assert journal._fetch("SELECT count(*) FROM journal_requests") == [(0,)]
+    finally:
+        system.close()
+
+
+@pytest.mark.parametrize("older_than", [-1, float("nan"), float("inf"), True, "7d", None])
+def test_prune_refuses_what_is_not_a_number_of_seconds(where: str, older_than: Any) -> None:
+    """The message says what it takes."""
+    journal = open_journal(where)
+    assert journal is not None
+    try:
+        with pytest.raises(ValueError, match="older_than must be a number of seconds, 0 or more"):
+            journal.prune(older_than)
+    finally:
+        journal.close()

@@ -82,7 +82,8 @@ def test_an_unknown_request_names_the_journal(journaled: System, tmp_path: Path)
         journaled.resume("nope")
     assert (
         str(caught.value)
-        == f"the journal SQLiteJournal('{tmp_path / 'j.db'}') has no request 'nope'"
+        == f"the journal SQLiteJournal('{tmp_path / 'j.db'}') has no request 'nope': it "
+        f"never opened here, or prune() forgot it once it was closed"
     )
     assert isinstance(caught.value, ValueError)
 
