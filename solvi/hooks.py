@@ -11,11 +11,13 @@ events for the same request (concurrent steps in the order they happened).
 Hooks run on the thread of the step they describe (a worker thread under
 `workers=N`, the event loop under `aask`): keep them quick, and hand anything
 slow (a network export) to a queue of your own. A hook that raises is reported
-as a `RuntimeWarning` and never fails the request.
+as a `RuntimeWarning` once its request is answered, stored and closed, so that
+it never fails the request, even where warnings are errors.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import inspect
 import warnings
@@ -32,6 +34,8 @@ __all__ = [
     "RequestEvent",
     "StepEvent",
     "StructlogHook",
+    "report_failures",
+    "told_finished",
 ]
 
 Outcome = Literal["ok", "error", "timeout", "interrupted", "cancelled"]
@@ -97,18 +101,42 @@ class Hook(Protocol):
 _METHODS = ("request_started", "step_started", "step_finished", "request_finished")
 
 
-def _guarded(method: Callable[[Any], None], hook: object, name: str) -> Callable[[Any], None]:
-    def call(event: Any) -> None:
+#: a hook method as the table calls it: with the event, and the request's list of what
+#: its hooks did wrong (reported once the request is over, see `report_failures`)
+Guarded = Callable[[Any, list[str]], None]
+
+
+def _guarded(method: Callable[[Any], Any], hook: object, name: str) -> Guarded:
+    """`method`, never raising into the run: what it raises, a CancelledError of its
+    own included (a sync hook cannot be where a cancellation is delivered), is noted
+    in `failed`. KeyboardInterrupt and SystemExit go on up."""
+    where = f"{type(hook).__name__}.{name}"
+
+    def call(event: Any, failed: list[str]) -> None:
         try:
-            method(event)
-        except Exception as exc:
-            warnings.warn(
-                f"hook {type(hook).__name__}.{name} raised {_described(exc)}; the request goes on",
-                RuntimeWarning,
-                stacklevel=2,
+            result = method(event)
+        except (Exception, asyncio.CancelledError) as exc:
+            failed.append(f"hook {where} raised {_described(exc)}; the request goes on")
+            return
+        if result is not None and (inspect.isawaitable(result) or inspect.isgenerator(result)):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()  # never run: no "never awaited" warning from the collector
+            failed.append(
+                f"hook {where} returned a {type(result).__name__}, which is never run: "
+                f"hooks are called, never awaited or iterated, so make {name} a plain def "
+                f"that does its work when called"
             )
 
     return call
+
+
+def report_failures(failed: list[str], stacklevel: int = 2) -> None:
+    """Warn of what a request's hooks raised, each message once, after the request has
+    been answered, stored and closed: a filter that makes warnings errors then fails
+    the caller, never the request or its record."""
+    for message in dict.fromkeys(failed):
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def _refuse_misspelt(hook: object) -> None:
@@ -132,10 +160,10 @@ def _refuse_misspelt(hook: object) -> None:
 class HookTable:
     """The hooks' methods per event, looked up once (the dispatch table)."""
 
-    request_started: tuple[Callable[[RequestEvent], None], ...] = ()
-    step_started: tuple[Callable[[StepEvent], None], ...] = ()
-    step_finished: tuple[Callable[[StepEvent], None], ...] = ()
-    request_finished: tuple[Callable[[RequestEvent], None], ...] = ()
+    request_started: tuple[Guarded, ...] = ()
+    step_started: tuple[Guarded, ...] = ()
+    step_finished: tuple[Guarded, ...] = ()
+    request_finished: tuple[Guarded, ...] = ()
 
     @classmethod
     def build(cls, hooks: Iterable[object], base: HookTable | None = None) -> HookTable | None:
@@ -143,10 +171,10 @@ class HookTable:
         own hooks), or None when there are none (nothing to pay).
 
         Raises:
-            TypeError: a hook has none of the four methods, an async one, or one whose
-                name is a near miss of an event's (``step_finised``).
+            TypeError: a hook has none of the four methods, an async one, a generator,
+                or one whose name is a near miss of an event's (``step_finised``).
         """
-        table: dict[str, list[Callable[[Any], None]]] = {
+        table: dict[str, list[Guarded]] = {
             name: [] if base is None else list(getattr(base, name)) for name in _METHODS
         }
         for hook in hooks:
@@ -168,15 +196,30 @@ class HookTable:
                         f"to a queue or a task of your own)"
                     )
                     raise TypeError(msg)
+                if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
+                    msg = (
+                        f"hook {hook!r} has a {name} that yields, so calling it runs none of "
+                        f"its body; hooks are called, never iterated: make it a plain def "
+                        f"without yield"
+                    )
+                    raise TypeError(msg)
                 table[name].append(_guarded(method, hook, name))
         if not any(table.values()):
             return None
         return cls(**{name: tuple(calls) for name, calls in table.items()})
 
-    def emit(self, kind: str, event: Any) -> None:
-        """Call every method registered for `kind`."""
+    def emit(self, kind: str, event: Any, failed: list[str]) -> None:
+        """Call every method registered for `kind`, noting their failures in `failed`."""
         for call in getattr(self, kind):
-            call(event)
+            call(event, failed)
+
+
+def told_finished(run: Any, response: Any) -> None:
+    """Tell a run's hooks (`solvi._run.scheduler.Run`) that its request has its
+    `response`, once that is kept: a hook that raises a KeyboardInterrupt then loses
+    nothing of the request. Nothing when there is no response, or no hook."""
+    if response is not None and run.hooks is not None:
+        run.request_ended("ok", response.answers)
 
 
 class StructlogHook:

@@ -11,6 +11,7 @@ import functools
 import math
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii as encode_json_string
 from time import perf_counter
@@ -25,8 +26,16 @@ from solvi._db.store_plans import PlanStore, duplicate_request
 from solvi._db.writer import Ticket, done_ticket
 from solvi._run.scheduler import A_PART, FAILED, OK, Cause, Run
 from solvi._run.steps import Program
-from solvi.errors import DuplicateRequestError, MissingRecordError, RequestIdTaken, SolviError
+from solvi._uncancelled import to_the_end
+from solvi.errors import (
+    DuplicateRequestError,
+    MissingRecordError,
+    RequestIdTaken,
+    SolviError,
+    _described,
+)
 from solvi.journal import (
+    CANCELLED,
     Journal,
     JournalEntry,
     JournalError,
@@ -48,9 +57,11 @@ __all__ = [
     "ResumeRefused",
     "begin",
     "check_new_id",
+    "close_cancelled",
     "id_taken",
     "inspect",
     "keep",
+    "left",
     "notes_after_resume",
     "prepare_resume",
     "recover",
@@ -367,6 +378,29 @@ def begin(
     # (`plain`) journals its start and outcome as the general path does, so it stays.
     run.bare = False
     journal.running_here(request_id)
+
+
+def left(journal: Journal | None, run: Run) -> None:
+    """A request whose run stopped on what is not its caller's doing (a KeyboardInterrupt
+    in a part or a hook, a bug): it stays open, for `recover` once this process is gone,
+    and is no longer shown as running meanwhile."""
+    if journal is not None and run.request_id is not None:
+        journal.done_here(run.request_id)
+
+
+async def close_cancelled(run: Run) -> None:
+    """Close a request its caller cancelled, before the cancellation goes on: no one
+    may resume what its caller gave up. Its steps keep what they were."""
+    try:
+        await to_the_end(run.journal.close(None, closed_as=CANCELLED).wait_async)
+    except Exception as failure:
+        warnings.warn(
+            f"cancelled request {run.request_id!r} could not be closed in the journal "
+            f"({_described(failure)}); recover() will list it once this "
+            f"process has stopped",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def keep(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import random
@@ -33,11 +34,11 @@ from solvi._run.threads import LoopSlots
 from solvi._uncancelled import in_thread_through, in_thread_to_the_end, to_the_end
 from solvi.catalog import Catalog
 from solvi.costs import CostBook, MeasuredCosts, ProducerChooser
-from solvi.errors import CheckpointError, PlanError, SolviError, _described
+from solvi.errors import CheckpointError, PlanError, SolviError
 from solvi.flow import Flow
-from solvi.hooks import HookTable, StructlogHook
+from solvi.hooks import HookTable, StructlogHook, report_failures, told_finished
 from solvi.inputs import RequestGuard, as_state, check_request_id, check_request_value
-from solvi.journal import CANCELLED, Journal, open_journal
+from solvi.journal import Journal, open_journal
 from solvi.mistakes import SolviWarning, check_inputs, type_conflicts, ungoverning_checks
 from solvi.order import OrderModel, OrderPolicy
 from solvi.planning import Planner
@@ -399,7 +400,12 @@ class System:
         run_sequential(run)
         recovery.notes_after_resume(run, leftovers)
         response = self._conclude(run)
-        self._keep(response, run, learning=self._learning_due(), resumed=True)
+        try:
+            self._keep(response, run, learning=self._learning_due(), resumed=True)
+        finally:
+            told_finished(run, response)
+        if run.hook_failures:
+            report_failures(run.hook_failures)
         return response
 
     def freeze_costs(self) -> None:
@@ -466,22 +472,31 @@ class System:
         run = self._start(state, early_exit, timeout, request_id, hooks, eager=True)
         policy = self._order_policy(order)
         n = self.settings.workers if workers is None else workers
-        if n == 1:
-            run_sequential(
-                run, policy, self.planner.node_cost, by_declaration=self._by_declaration(policy)
-            )
-        else:
-            check_positive("workers", n, integer=True)
-            run_threaded(
-                run,
-                self._pool(n),
-                policy,
-                self.planner.node_cost,
-                by_declaration=self._by_declaration(policy),
-                workers=n,
-            )
-        response = self._conclude(run)
-        self._keep(response, run, learning=self._learning_due())
+        response = None
+        try:
+            if n == 1:
+                run_sequential(
+                    run, policy, self.planner.node_cost, by_declaration=self._by_declaration(policy)
+                )
+            else:
+                check_positive("workers", n, integer=True)
+                run_threaded(
+                    run,
+                    self._pool(n),
+                    policy,
+                    self.planner.node_cost,
+                    by_declaration=self._by_declaration(policy),
+                    workers=n,
+                )
+            response = self._conclude(run)
+            self._keep(response, run, learning=self._learning_due())
+        except BaseException:
+            recovery.left(self.journal, run)  # as `aask` does
+            raise
+        finally:
+            told_finished(run, response)
+        if run.hook_failures:
+            report_failures(run.hook_failures)
         return response
 
     def _start(
@@ -618,55 +633,47 @@ class System:
             )
             speculate = False
         slots = self._thread_slots.of(loop)
+        response = None
         try:
-            _raise_if(cancelled_first)  # a native cancel, during the check above
-            await run_async(
-                run,
-                slots,
-                self.cost_book,
-                speculate=speculate and run.early_exit,
-                order=policy,
-                cost_of=self.planner.node_cost,
-                by_declaration=self._by_declaration(policy),
-            )
-        except anyio.get_cancelled_exc_class():
-            if run.journal is not None:
-                await self._close_cancelled(run)
-            if run.hooks is not None:
-                run.request_ended("cancelled")
-            raise
+            try:
+                _raise_if(cancelled_first)  # a native cancel, during the check above
+                await run_async(
+                    run,
+                    slots,
+                    self.cost_book,
+                    speculate=speculate and run.early_exit,
+                    order=policy,
+                    cost_of=self.planner.node_cost,
+                    by_declaration=self._by_declaration(policy),
+                )
+            except anyio.get_cancelled_exc_class():
+                if run.journal is not None:
+                    await recovery.close_cancelled(run)
+                if run.hooks is not None:
+                    run.request_ended("cancelled")
+                    with contextlib.suppress(Warning):  # the cancellation goes on
+                        report_failures(run.hook_failures)
+                raise
+            response = self._conclude(run)
+            if run.journal is not None or self.store is not None:
+                learning = self._learning_due()
+                # Begun, the keeping is finished: a cancelled caller still leaves the
+                # response stored and its request closed, never half of it.
+                if self.store is None and not learning:
+                    await to_the_end(run.journal.close(None).wait_async)
+                else:
+                    keep = functools.partial(self._keep, response, run, learning=learning)
+                    await in_thread_to_the_end(keep)
         except BaseException:
-            # Not the caller's doing: the request stays open, for `recover` once this
-            # process is gone, and is no longer shown as running meanwhile.
-            if self.journal is not None and run.request_id is not None:
-                self.journal.done_here(run.request_id)
+            # Not the caller's doing (or closed already): the request stays open, for
+            # `recover` once this process is gone, and is no longer shown as running.
+            recovery.left(self.journal, run)
             raise
-        response = self._conclude(run)
-        if run.journal is None and self.store is None:
-            return response
-        learning = self._learning_due()
-        # Begun, the keeping is finished: a cancelled caller still leaves the response
-        # stored and its request closed, never half of it.
-        if self.store is None and not learning:
-            await to_the_end(run.journal.close(None).wait_async)
-            return response
-        await in_thread_to_the_end(functools.partial(self._keep, response, run, learning=learning))
+        finally:
+            told_finished(run, response)
+        if run.hook_failures:
+            report_failures(run.hook_failures)
         return response
-
-    @staticmethod
-    async def _close_cancelled(run: Run) -> None:
-        """Close a request its caller cancelled, before the cancellation goes on: no one
-        may resume what its caller gave up. Its steps keep what they were."""
-        try:
-            await to_the_end(run.journal.close(None, closed_as=CANCELLED).wait_async)
-        except Exception as failure:
-            warnings.warn(
-                f"cancelled request {run.request_id!r} could not be closed in the journal "
-                f"({_described(failure)}); recover() will list it once this "
-                f"process has stopped",
-                RuntimeWarning,
-                stacklevel=3,
-            )
 
     # `ask` / `aask` on the request a text makes (the extract parts run first): see solvi.extract
     ask_text = extract.ask_text
@@ -691,10 +698,7 @@ class System:
                 elif outcome != "ok":
                     errors += 1
         self._tally(requests=1, timeouts=timeouts, errors=errors)
-        response = extract.respond(run, self.name, self.version, request_id=run.request_id)
-        if run.hooks is not None:
-            run.request_ended("ok", ((name, a.status) for name, a in response.answers.items()))
-        return response
+        return extract.respond(run, self.name, self.version, request_id=run.request_id)
 
     def _tally(self, *, requests: int = 0, timeouts: int = 0, errors: int = 0) -> None:
         """Add to `stats` (under the System's lock: requests finish in many threads)."""

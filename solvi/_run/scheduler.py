@@ -134,6 +134,7 @@ class Run:
         "failures",
         "found",
         "hook_catalog",
+        "hook_failures",
         "hook_start",
         "hooks",
         "input_forms",
@@ -189,6 +190,8 @@ class Run:
         #: the System's hook table (None: no hooks, nothing to call)
         self.hooks: HookTable | None = None
         self.hook_catalog = ""
+        #: what the hooks raised, reported once the request is over (`report_failures`)
+        self.hook_failures: list[str] = []
         #: guards="found": a learned order settles a question by the first failing
         #: check it evaluated, not the first declared
         self.found = found
@@ -236,13 +239,14 @@ class Run:
         if prior:
             self.hook_start = min(self.started, *(call[2] for call in prior))
         rid, catalog = self.request_id, self.hook_catalog
-        hooks.emit("request_started", RequestEvent(rid, catalog, self.hook_start))
+        failed = self.hook_failures
+        hooks.emit("request_started", RequestEvent(rid, catalog, self.hook_start), failed)
         for part, fact, start, end, outcome, message in prior:
             if hooks.step_started:
-                hooks.emit("step_started", StepEvent(rid, catalog, part, fact, start))
+                hooks.emit("step_started", StepEvent(rid, catalog, part, fact, start), failed)
             if hooks.step_finished:
                 event = StepEvent(rid, catalog, part, fact, start, outcome, end - start, message)
-                hooks.emit("step_finished", event)
+                hooks.emit("step_finished", event, failed)
 
     def step_started(self, node: Node, tried: int, start: float) -> None:
         """Tell the hooks a call begins (call only when `hooks` is set)."""
@@ -254,7 +258,7 @@ class Run:
             self.request_id, self.hook_catalog, node.parts[tried].name, node.fact, start
         )
         for call in calls:
-            call(event)
+            call(event, self.hook_failures)
 
     def step_ended(
         self,
@@ -282,11 +286,11 @@ class Run:
             message,
         )
         for call in calls:
-            call(event)
+            call(event, self.hook_failures)
 
-    def request_ended(self, outcome: Literal["ok", "cancelled"], answers: Any = ()) -> None:
-        """Tell the hooks the request has its response, or was cancelled (call only
-        when `hooks` is set)."""
+    def request_ended(self, outcome: Literal["ok", "cancelled"], answers: Any = None) -> None:
+        """Tell the hooks the request has its response (`answers`, by question), kept
+        and closed, or was cancelled (call only when `hooks` is set)."""
         assert self.hooks is not None
         event = RequestEvent(
             self.request_id,
@@ -294,9 +298,9 @@ class Run:
             self.hook_start,
             outcome,
             perf_counter() - self.hook_start,
-            tuple(answers),
+            () if answers is None else tuple((q, a.status) for q, a in answers.items()),
         )
-        self.hooks.emit("request_finished", event)
+        self.hooks.emit("request_finished", event, self.hook_failures)
 
     # -- the fast path: one producer, called directly ------------------------
 
