@@ -251,6 +251,7 @@ class _Driver:
                         hooks = run.hooks
                         if hooks is not None:
                             run.step_started(node, 0, start)
+                            start = perf_counter()  # the hooks' time is not the part's
                         try:
                             value = fast_call(node, run.vals)
                             if node.simple_async:

@@ -552,6 +552,7 @@ def attempts(run: Run, node: Node) -> Generator[Request, Any, None]:
         args = tuple(vals[i] for i in part.inputs)
         if run.hooks is not None:
             run.step_started(node, tried, start)
+            start = perf_counter()  # the hooks' time is theirs, not the part's
         value, cause = yield CALL, (part, args, start)
         if run.called(node, tried, start, perf_counter(), value, cause):
             return

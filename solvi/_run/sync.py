@@ -75,18 +75,20 @@ def run_node(run: Run, node: Node, call: Caller = call_here) -> None:
         return
 
 
-def _told_start(run: Run, node: Node, start: float) -> bool:
+def _told_start(run: Run, node: Node, start: float) -> float | None:
     """Before a fast-path call of a request with a journal or hooks: journal its start
-    (durable before the call) and tell the hooks, in the order `attempts` gives.
-    False when the start cannot be written: the call is then recorded as refused."""
+    (durable before the call) and tell the hooks, in the order `attempts` gives. The
+    call's start (after the hooks, whose time is not the part's), or None when the
+    start cannot be written: the call is then recorded as refused."""
     if run.journal is not None:
         refused = run.starting(node, 0)
         if refused is not None:
             run.called(node, 0, start, perf_counter(), None, refused)
-            return False
+            return None
     if run.hooks is not None:
         run.step_started(node, 0, start)
-    return True
+        return perf_counter()
+    return start
 
 
 #: the plain types but int, whose values a record holds only below HUGE_INT
@@ -125,9 +127,12 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
             run_node(run, nodes[index])
             start = perf_counter()
             continue
-        if told and not _told_start(run, nodes[index], start):
-            start = perf_counter()
-            continue
+        if told:
+            began = _told_start(run, nodes[index], start)
+            if began is None:
+                start = perf_counter()
+                continue
+            start = began
         func, count, arg, fact, part, as_is = row
         try:
             if count == 1:
@@ -151,6 +156,7 @@ def _drive_sequential(run: Run, indices: Sequence[int], filter_wanted: bool) -> 
         end = perf_counter()
         if told:
             run.called(nodes[index], 0, start, end, value, None)
+            end = perf_counter()  # the next step starts after this one's hooks
         # One type() call, as this runs on every step: a plain value, or an int a
         # record can hold.
         elif as_is and (((kind := type(value)) is int and low < value < high) or kind in plain):
