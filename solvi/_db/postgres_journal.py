@@ -35,7 +35,7 @@ from solvi._db.journal_rows import (
     OPEN_REQUEST,
     request_ids_of,
 )
-from solvi._db.postgres_store import describe_dsn, pg_execute, reaching
+from solvi._db.postgres_store import describe_dsn, pg_execute, reaching, run_pooled
 from solvi._db.store_plans import POSTGRES, drive
 
 __all__ = ["JOURNAL", "PG_VERSION", "PostgresJournal"]
@@ -112,6 +112,25 @@ def _one_statement(statements: Statements) -> tuple[str, list[Any]] | None:
     return f"WITH {', '.join(ctes)} {_PG_INSERT_ENTRIES}", params
 
 
+def _session_alive(conn: Any) -> bool:
+    """Whether `conn`'s session still runs, without a round trip while it is idle: the
+    server sends a session it ends a last message, so a socket with something to read
+    is asked."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    if not readable:
+        return True
+    try:
+        conn.execute("SELECT 1")
+    except Exception:
+        return False
+    return True
+
+
 def _owner_key(owner: str) -> int:
     """A signed 64-bit advisory-lock key for an owner."""
     return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big", signed=True)
@@ -119,6 +138,9 @@ def _owner_key(owner: str) -> int:
 
 class PostgresJournal(Journal):
     """A journal in PostgreSQL, shared by processes on several machines.
+
+    After a server restart, reads and commits that meet a session ended while idle
+    run on a new one instead, so none fails for it.
 
     Args:
         dsn: a ``postgresql://`` connection string (it may be a store's: then
@@ -195,7 +217,7 @@ class PostgresJournal(Journal):
         now have another owner. Their commits are refused from then on, so none of
         their steps runs here after another process has resumed them.
         """
-        if self._holder_alive():
+        if _session_alive(self._holder):
             if self._holds_lock:
                 return self._taken
         else:
@@ -221,27 +243,14 @@ class PostgresJournal(Journal):
             self._taken.update(str(row[0]) for row in rows)
         return self._taken
 
-    def _holder_alive(self) -> bool:
-        """Whether the session holding this owner's lock still runs: the server sends a
-        session it ends a last message, so a socket with something to read is asked."""
-        holder = self._holder
-        if holder.closed or holder.broken:
-            return False
-        try:
-            readable, _, _ = select.select([holder.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        if not readable:
-            return True
-        try:
-            holder.execute("SELECT 1")
-        except Exception:
-            return False
-        return True
-
     def _write_units(self, units: list[Unit]) -> None:
         conn = self._writer_conn
-        if conn is None or conn.closed:
+        if conn is None or not _session_alive(conn):
+            # Its session ended while idle (a server restart): nothing of these units
+            # was sent on it, so they go on a new one.
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
             conn = self._writer_conn = self._connect()
         statements: Statements = []
         plans = False
@@ -275,8 +284,12 @@ class PostgresJournal(Journal):
         if self._pool.closed:
             msg = f"{self!r} is closed; open a new journal to read it"
             raise JournalError(msg)
-        with self._reaching(), self._pool.connection() as conn:
+
+        def read(conn: Any) -> list[tuple[Any, ...]]:
             return list(conn.execute(self._sql(sql), params).fetchall())
+
+        with self._reaching():
+            return run_pooled(self._pool, read, transaction=False)
 
     def owner_alive(self, owner: str) -> bool:
         """Whether `owner`'s advisory lock is still held by a live session."""
@@ -284,16 +297,23 @@ class PostgresJournal(Journal):
             # Alive while open: a lost lock is taken again before the next commit.
             return not self._pool.closed
         key = _owner_key(owner)
-        with self._reaching(), self._pool.connection() as conn:
+
+        def held(conn: Any) -> bool:
+            # Run again on a fresh session when this one turns out ended: a lock taken
+            # in a session that ended went with it.
             row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
             got = bool(row and row[0])
             if got:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        return not got
+            return not got
+
+        with self._reaching():
+            return run_pooled(self._pool, held, transaction=False)
 
     def claim(self, request_id: str) -> bool:
         """Take over an unclosed request whose owner is dead; only one claimant wins."""
-        with self._reaching(), self._pool.connection() as conn, conn.transaction():
+
+        def take(conn: Any) -> bool:
             row = conn.execute(
                 "SELECT owner, closed_at FROM journal_requests WHERE request_id = %s FOR UPDATE",
                 (request_id,),
@@ -306,7 +326,10 @@ class PostgresJournal(Journal):
                 "UPDATE journal_requests SET owner = %s, claimed_at = %s WHERE request_id = %s",
                 (self.owner, time.time(), request_id),
             )
-        return True
+            return True
+
+        with self._reaching():
+            return run_pooled(self._pool, take)
 
     def duplicate_key(self, exc: BaseException) -> bool:
         """A unique constraint failed: the one on the request id, for an open entry."""

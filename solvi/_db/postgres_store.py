@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-__all__ = ["PostgresStore", "describe_dsn", "pg_execute", "reaching"]
+__all__ = ["PostgresStore", "arun_pooled", "describe_dsn", "pg_execute", "reaching", "run_pooled"]
 
 
 def describe_dsn(dsn: str) -> str:
@@ -53,6 +54,61 @@ def reaching(what: str, where: str, error: Callable[[str], Exception]) -> Iterat
         raise error(msg) from exc
 
 
+def run_pooled(
+    pool: psycopg_pool.ConnectionPool[Any],
+    run: Callable[[psycopg.Connection[Any]], T],
+    *,
+    transaction: bool = True,
+) -> T:
+    """`run(conn)` on a connection of `pool`, in one transaction (or, `transaction=False`,
+    outside one: for reads, which may run twice).
+
+    A session that ended while the pool held it (a server restart, sessions ended by
+    an administrator) is found by the first statement sent on it, the BEGIN (or the
+    read), which then has done nothing: the pool checks its other idle connections,
+    replacing the dead ones, and `run` gets a fresh connection, once. Nothing else runs
+    twice: a connection that breaks after the BEGIN, during the transaction or its
+    COMMIT, raises (once the COMMIT may have been sent, whether it was kept is unknown).
+    While the server stays away, the second attempt waits the pool's timeout for a
+    connection, then raises.
+    """
+    import psycopg
+
+    for last in (False, True):
+        with pool.connection() as conn, contextlib.ExitStack() as tx:
+            try:
+                if not transaction:
+                    return run(conn)
+                tx.enter_context(conn.transaction())
+            except psycopg.OperationalError:
+                if last or not conn.broken:
+                    raise
+            else:
+                return run(conn)
+        pool.check()
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+async def arun_pooled(
+    pool: psycopg_pool.AsyncConnectionPool[Any],
+    run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]],
+) -> T:
+    """`run_pooled` on an async pool, in one transaction."""
+    import psycopg
+
+    for last in (False, True):
+        async with pool.connection() as conn, contextlib.AsyncExitStack() as tx:
+            try:
+                await tx.enter_async_context(conn.transaction())
+            except psycopg.OperationalError:
+                if last or not conn.broken:
+                    raise
+            else:
+                return await run(conn)
+        await pool.check()
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
 class PostgresStore(PlanStore):
     """A store in a PostgreSQL database, shared by processes and machines.
 
@@ -61,7 +117,9 @@ class PostgresStore(PlanStore):
     running asyncio loop; on another loop, or under trio, they run the sync
     method in a worker thread instead. Appends lock the audit head row
     (``SELECT ... FOR UPDATE``), so writers on any number of connections
-    extend one chain.
+    extend one chain. After a server restart, a call that meets one of the
+    pools' ended sessions runs on a fresh connection instead (`run_pooled`),
+    so no call fails for it.
 
     Tables are created in the connection's default schema; pick another with
     the DSN (``?options=-csearch_path%3Dmyschema``).
@@ -154,13 +212,10 @@ class PostgresStore(PlanStore):
             self._check_writable()
         import psycopg
 
+        pool = self._sync_pool()
         try:
-            with (
-                reaching("PostgreSQL store", self._where, StoreError),
-                self._sync_pool().connection() as conn,
-                conn.transaction(),
-            ):
-                return drive(pg_execute(conn), plan)
+            with reaching("PostgreSQL store", self._where, StoreError):
+                return run_pooled(pool, lambda conn: drive(pg_execute(conn), plan))
         except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
             if write:
                 raise
@@ -210,7 +265,7 @@ class PostgresStore(PlanStore):
             return await self._arun_on(pool, plan)
 
     async def _arun_on(self, pool: psycopg_pool.AsyncConnectionPool[Any], plan: Plan[T]) -> T:
-        async with pool.connection() as conn, conn.transaction():
+        async def run(conn: psycopg.AsyncConnection[Any]) -> T:
             try:
                 statement = next(plan)
                 while True:
@@ -220,6 +275,8 @@ class PostgresStore(PlanStore):
             except StopIteration as done:
                 result: T = done.value
                 return result
+
+        return await arun_pooled(pool, run)
 
     def close(self) -> None:
         """Close both pools; from the loop that ran async methods, use `aclose` instead.

@@ -1,6 +1,6 @@
 """The PostgreSQL journal's own code: one commit's statements folded into one statement,
-owners' advisory-lock keys, and a server that goes away under it. Most journals on a
-real server are in test_journal_writes.py."""
+owners' advisory-lock keys, and a server that restarts or goes away under it. Most
+journals on a real server are in test_journal_writes.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import backend, end_sessions, needs_postgres
+from flows.claims_small import Calls, claims_catalog
+from stores import backend, end_sessions, login_role, needs_postgres
 
+from solvi import Question, System
 from solvi._db.journal_base import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST, JournalError
 from solvi._db.postgres_journal import (
     _PG_INSERT_ENTRIES,
@@ -20,11 +22,14 @@ from solvi._db.postgres_journal import (
     _one_statement,
     _owner_key,
 )
+from solvi.storage import open_store
 
 OPEN = (OPEN_REQUEST, ("r1", "me", "c", "v", "h", "{}", "[]", 1, 1.0))
 ENTRY = (INSERT_ENTRY, ("r1", "started", 0, "p", None, None, None, None, 1.5, "00000000"))
 CLOSE_R0 = (CLOSE_REQUEST, (2.0, "hash", "answered", "r0"))
 CLOSE_R1 = (CLOSE_REQUEST, (2.0, "hash", "answered", "r1"))
+QUESTIONS = [Question("approve", forced=False), "fast_track"]
+STATE = {"policy_id": "P1", "claim": {"amount": 120}}
 
 
 def test_entries_alone_are_one_insert_of_a_json_array() -> None:
@@ -82,21 +87,75 @@ def _opened(journal: PostgresJournal, request_id: str) -> None:
 
 
 @needs_postgres
-def test_a_server_that_went_away_is_a_journal_error(tmp_path: Path) -> None:
-    """Sessions ended under the journal (a server restart, a cut network) make its
-    commits and reads raise a JournalError naming the database and what to do, not a
-    raw psycopg error."""
+def test_a_restart_while_idle_fails_no_read_or_commit(tmp_path: Path) -> None:
+    """Every session of the journal ended while idle (a server restart, sessions ended
+    by an administrator) before each of its reads, commits and claims: each works, on
+    new sessions, and its next commit takes its owner lock again."""
     with backend("postgresql", tmp_path) as db:
         name = f"cut_{uuid.uuid4().hex[:8]}"
         journal = PostgresJournal(f"{db.spec}&application_name={name}")
+        other = PostgresJournal(db.spec)
         try:
             _opened(journal, "r1")
-            assert [rj.request_id for rj in journal.unfinished()] == ["r1"]
+            calls = [
+                lambda: [rj.request_id for rj in journal.unfinished()] == ["r1"],
+                lambda: _opened(journal, "r2") is None,
+                lambda: journal.started("r1", 0, "a") is None,
+                lambda: journal.claim("r1"),  # its own: taken again at once
+                lambda: journal.owner_alive(other.owner),
+            ]
+            for call in calls:
+                end_sessions(db.spec, name)
+                assert call()
+            journal.started("r2", 0, "a")  # a commit takes the owner lock again
+            assert other.owner_alive(journal.owner)
+            assert sorted(rj.request_id for rj in other.unfinished()) == ["r1", "r2"]
+        finally:
+            for each in (journal, other):
+                with contextlib.suppress(Exception):
+                    each.close()
+
+
+@needs_postgres
+def test_a_system_on_a_restarted_server_fails_no_request(tmp_path: Path) -> None:
+    """A System whose journal and store share the database: after every session ended
+    while idle, asking, listing the journal and closing (which saves what was
+    learned) all work."""
+    with backend("postgresql", tmp_path) as db:
+        name = f"cut_{uuid.uuid4().hex[:8]}"
+        spec = f"{db.spec}&application_name={name}"
+        system = System(claims_catalog(Calls()), QUESTIONS, journal=spec, store=spec)
+        try:
+            first = system.ask(STATE)
             end_sessions(db.spec, name)
+            again = system.ask(STATE)
+            assert again.answers["approve"].status == first.answers["approve"].status
+            assert system.journal_status() == []
+            end_sessions(db.spec, name)
+        finally:
+            system.close()
+        store = open_store(db.spec)
+        try:
+            assert {rid for rid, _ in store.iter_records()} == {first.request_id, again.request_id}
+        finally:
+            store.close()
+
+
+@needs_postgres
+def test_a_server_that_stays_away_is_a_journal_error(tmp_path: Path) -> None:
+    """Sessions ended and new ones refused (a server that is down): a commit raises a
+    JournalError naming the database and what to do, not a raw psycopg error; once
+    the server takes sessions again, the next commit works."""
+    with backend("postgresql", tmp_path) as db, login_role(db) as role:
+        journal = PostgresJournal(role.spec)
+        try:
+            _opened(journal, "r1")
+            role.go_away()
             with pytest.raises(JournalError, match="could not be reached or written"):
-                list(journal.unfinished())
-            with pytest.raises(JournalError, match="could not be reached or written"):
-                _opened(journal, "r2")
+                journal.started("r1", 0, "a")
+            role.come_back()
+            journal.started("r1", 0, "a")
+            assert [rj.request_id for rj in journal.unfinished()] == ["r1"]
         finally:
             with contextlib.suppress(Exception):
                 journal.close()
@@ -122,8 +181,7 @@ def test_an_owner_whose_lock_was_lost_writes_nothing_more_for_requests_taken_ove
             end_sessions(db.spec, name)
             assert not second.owner_alive(first.owner)
             assert second.claim("taken")
-            with contextlib.suppress(JournalError):  # its pool's dead sessions go first
-                first.started("kept", 0, "a")
+            first.started("kept", 0, "a")
             with pytest.raises(JournalError, match="'taken' is no longer this process's"):
                 first.started("taken", 1, "b")
             first.started("kept", 1, "b")

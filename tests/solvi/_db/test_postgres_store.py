@@ -1,6 +1,6 @@
 """The PostgreSQL store's own code: how a DSN is named in messages (never its
-password), and a server that goes away under it. Most stores on a real server are in
-test_storage.py."""
+password), and a server that restarts or goes away under it. Most stores on a real
+server are in test_storage.py."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 from stores import SAMPLE_RECORD as RECORD
-from stores import backend, end_sessions, needs_postgres
+from stores import backend, end_sessions, login_role, needs_postgres
 
 from solvi._db.postgres_store import PostgresStore, describe_dsn
+from solvi.audit import verify
 from solvi.errors import StoreError
 
 MAX_SIZE = 3
@@ -36,37 +37,40 @@ def test_a_dsn_is_named_by_host_port_and_database(dsn: str, described: str) -> N
     assert "secret" not in describe_dsn(dsn)
 
 
+def _fill(store: PostgresStore) -> None:
+    """Leave MAX_SIZE idle sessions in the store's sync pool, as a busy moment does."""
+    pool = store._pool
+    assert pool is not None
+    with contextlib.ExitStack() as held:
+        for _ in range(MAX_SIZE):
+            held.enter_context(pool.connection())
+    assert pool.get_stats()["pool_available"] == MAX_SIZE
+
+
 @needs_postgres
-def test_a_server_that_went_away_is_a_store_error_and_the_store_recovers(
-    tmp_path: Path,
-) -> None:
-    """Sessions ended under the store (a server restart, a cut network) give a
-    StoreError naming the database and what to do, not a raw psycopg error; once the
-    server is back the next call works."""
+def test_a_restart_while_idle_fails_no_call(tmp_path: Path) -> None:
+    """Every session of a full pool ended while idle (a server restart, sessions ended
+    by an administrator): the next calls all work, each on a fresh connection, and
+    nothing is written twice."""
     with backend("postgresql", tmp_path) as db:
         name = f"cut_{uuid.uuid4().hex[:8]}"
         store = PostgresStore(f"{db.spec}&application_name={name}", max_size=MAX_SIZE)
         try:
             store.save_response(RECORD, request_id="r1")
+            _fill(store)
             end_sessions(db.spec, name)
-            with pytest.raises(StoreError, match=r"could not be reached or written: .*try again"):
-                store.save_response(RECORD, request_id="r2")
-            # Each call drops one dead session of the pool: within its size, one works.
-            failed = 1
-            while True:
-                try:
-                    store.save_response(RECORD, request_id="r3")
-                    break
-                except StoreError:
-                    failed += 1
-                    assert failed <= MAX_SIZE
-            assert sorted(rid for rid, _ in store.iter_records()) == ["r1", "r3"]
+            store.save_response(RECORD, request_id="r2")
+            assert store.get_record("r1") == RECORD
+            assert sorted(rid for rid, _ in store.iter_records()) == ["r1", "r2"]
+            assert verify(store).ok
+            end_sessions(db.spec, name)  # the replacements end too: again no call fails
+            assert store.get_record("r2") == RECORD
         finally:
             store.close()
 
 
 @needs_postgres
-def test_a_server_that_went_away_is_a_store_error_under_async_calls(tmp_path: Path) -> None:
+def test_a_restart_while_idle_fails_no_async_call(tmp_path: Path) -> None:
     """The same through the async pool, on one event loop that closes the store."""
     with backend("postgresql", tmp_path) as db:
         name = f"cut_{uuid.uuid4().hex[:8]}"
@@ -75,15 +79,47 @@ def test_a_server_that_went_away_is_a_store_error_under_async_calls(tmp_path: Pa
         async def scenario() -> None:
             try:
                 await store.asave_response(RECORD, request_id="r1")
+                pool = store._apool
+                assert pool is not None
+                async with contextlib.AsyncExitStack() as held:
+                    for _ in range(MAX_SIZE):
+                        await held.enter_async_context(pool.connection())
+                assert pool.get_stats()["pool_available"] == MAX_SIZE
                 end_sessions(db.spec, name)
-                with pytest.raises(StoreError, match="could not be reached or written"):
-                    await store.aget_record("r1")
-                for _ in range(MAX_SIZE):  # each call drops one dead session of the pool
-                    with contextlib.suppress(StoreError):
-                        assert await store.aget_record("r1") == RECORD
-                        return
-                pytest.fail(f"no call worked in {MAX_SIZE} after the sessions ended")
+                assert await store.aget_record("r1") == RECORD
+                await store.asave_response(RECORD, request_id="r2")
+                assert await store.aget_record("r2") == RECORD
             finally:
                 await store.aclose()
+
+        anyio.run(scenario)
+
+
+@needs_postgres
+def test_a_server_that_stays_away_is_a_store_error(tmp_path: Path) -> None:
+    """Sessions ended and new ones refused (a server that is down): sync and async
+    calls raise a StoreError naming the database and what to do, not a raw psycopg
+    error, once the pool has waited its timeout for a connection."""
+    cut = r"could not be reached or written: .*try again"
+    with backend("postgresql", tmp_path) as db, login_role(db) as role:
+        store = PostgresStore(role.spec, max_size=MAX_SIZE, connect_timeout=1)
+        try:
+            store.save_response(RECORD, request_id="r1")
+            role.go_away()
+            with pytest.raises(StoreError, match=cut):
+                store.get_record("r1")
+        finally:
+            store.close()
+        role.come_back()
+        astore = PostgresStore(role.spec, max_size=MAX_SIZE, connect_timeout=1)
+
+        async def scenario() -> None:
+            try:
+                assert await astore.aget_record("r1") == RECORD
+                role.go_away()
+                with pytest.raises(StoreError, match=cut):
+                    await astore.aget_record("r1")
+            finally:
+                await astore.aclose()
 
         anyio.run(scenario)
