@@ -28,7 +28,7 @@ from solvi._run.scheduler import (
     order_policy,
     take_prior_calls,
 )
-from solvi._run.steps import Program, current_loop
+from solvi._run.steps import GivenUp, Program, current_loop
 from solvi._run.sync import run_sequential, run_sequential_subset, run_threaded
 from solvi._run.threads import LoopSlots
 from solvi._uncancelled import in_thread_through, in_thread_to_the_end, to_the_end
@@ -114,7 +114,8 @@ class System:
             none); short for ``hooks=[solvi.hooks.StructlogHook(logger)]``.
         hooks: objects told when requests and steps start and finish (see
             `solvi.Hook`); looked up once, here.
-        threads: at most this many worker threads for `blocking=True` parts under `aask`.
+        threads: at most this many worker threads for `blocking=True` parts under
+            `aask`, and for timed-out sync calls still running under `ask`.
         producers: shortcut for `strategist=CostStrategist(producers=...)`;
             ``"learned"`` also chooses among equivalent producers per request, by
             their learned chance of failing on the request's facts.
@@ -251,6 +252,7 @@ class System:
             f"{self.version}.{questions_digest}",
         )
         self._thread_slots = LoopSlots(self.threads)
+        self._given_up = GivenUp(self.threads)
         self._lock = threading.Lock()
         self._pools: dict[int, ThreadPoolExecutor] = {}
         self.store: Store | None = None if store is None else open_store(store)
@@ -394,6 +396,7 @@ class System:
             journal, request_id, program_for, self.planner.journal_version, self.timeout
         )
         run.request_id = request_id
+        run.given_up = self._given_up
         if self._hook_table is not None:
             run.attach_hooks(self._hook_table, self.name)
             run.request_began()
@@ -544,6 +547,7 @@ class System:
             found=settings.guards == "found",
         )
         run.input_forms = forms
+        run.given_up = self._given_up
         table = self._hook_table if not hooks else self._table_with(hooks)
         if self.journal is not None or self.store is not None or table is not None:
             rid = request_id or _new_request_id()

@@ -21,6 +21,7 @@ from solvi._run.steps import (
     NOT_STARTED,
     Cause,
     Drive,
+    GivenUp,
     Node,
     Program,
     cause_of,
@@ -133,6 +134,7 @@ class Run:
         "evaluated",
         "failures",
         "found",
+        "given_up",
         "hook_catalog",
         "hook_failures",
         "hook_start",
@@ -187,6 +189,8 @@ class Run:
         self.timeout = timeout
         self.started = started
         self.prices = prices
+        #: the System's count of timed-out sync calls still running (None: unbounded)
+        self.given_up: GivenUp | None = None
         #: the System's hook table (None: no hooks, nothing to call)
         self.hooks: HookTable | None = None
         self.hook_catalog = ""

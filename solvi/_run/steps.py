@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from operator import itemgetter
@@ -30,6 +31,7 @@ __all__ = [
     "OWN_WORDS",
     "Cause",
     "Drive",
+    "GivenUp",
     "Node",
     "PartTimeout",
     "Program",
@@ -393,15 +395,59 @@ def current_loop() -> object:
         return token
 
 
-def _run_in_daemon_thread(func: Callable[[], Any], timeout: float | None) -> Any:
+class GivenUp:
+    """The threads of sync calls under `ask` that timed out and still run, at most
+    ``threads`` (a System's) at once, as `solvi._run.threads` keeps them under `aask`:
+    a part that hangs for good cannot pile up a thread per request without end. While
+    that many run, a timed call first waits for one of them to end, within its timeout.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.running = 0
+        self._changed = threading.Condition()
+
+    def wait_for_room(self, seconds: float | None) -> bool:
+        """Whether fewer than ``threads`` run, at once or within `seconds`."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.running < self.threads, seconds)
+
+    def add(self) -> None:
+        """A call was given up; its thread runs on."""
+        with self._changed:
+            self.running += 1
+
+    def ended(self) -> None:
+        """A given-up call's thread has ended."""
+        with self._changed:
+            self.running -= 1
+            self._changed.notify()
+
+
+def _bounded(seconds: float | None) -> float | None:
+    # A wait past threading.TIMEOUT_MAX (about 292 years) raises OverflowError; it is no
+    # wait with an end, so it is waited for as such (as anyio does under aask).
+    return None if seconds is None or seconds >= threading.TIMEOUT_MAX else seconds
+
+
+def _run_in_daemon_thread(
+    func: Callable[[], Any], timeout: float | None, given_up: GivenUp | None = None
+) -> Any:
     """Run `func` in a daemon thread and wait at most `timeout` seconds for it.
 
-    A thread cannot be stopped; on timeout it finishes in the background and its
-    result is dropped. Daemon threads keep a stuck part from holding up exit.
+    A thread cannot be stopped; on timeout it finishes in the background, its result
+    dropped, and counts in `given_up` until it ends. The wait for room there counts
+    against the timeout. Daemon threads keep a stuck part from holding up exit.
     """
+    began = time.monotonic()
+    if given_up is not None and not given_up.wait_for_room(_bounded(timeout)):
+        assert timeout is not None  # an endless wait only returns once there is room
+        raise PartTimeout(timeout, waiting_for=given_up.threads)
     box: list[Any] = []
     failure: list[BaseException] = []
     done = threading.Event()
+    lock = threading.Lock()
+    abandoned = False
 
     def target() -> None:
         try:
@@ -409,15 +455,23 @@ def _run_in_daemon_thread(func: Callable[[], Any], timeout: float | None) -> Any
         except BaseException as exc:  # handed over to the waiting thread
             failure.append(exc)
         finally:
-            done.set()
+            with lock:
+                done.set()
+                if abandoned and given_up is not None:
+                    given_up.ended()
 
     thread = threading.Thread(target=target, name="solvi-part", daemon=True)
     thread.start()
-    # A wait past threading.TIMEOUT_MAX (about 292 years) raises OverflowError; it is
-    # no wait with an end, so it is waited for as such (as anyio does under aask).
-    if not done.wait(None if timeout is None or timeout >= threading.TIMEOUT_MAX else timeout):
-        assert timeout is not None  # done.wait(None) only returns once set
-        raise PartTimeout(timeout)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - began))
+    if not done.wait(_bounded(left)):
+        with lock:
+            if not done.is_set():
+                abandoned = True
+                if given_up is not None:
+                    given_up.add()
+        if abandoned:
+            assert timeout is not None  # done.wait(None) only returns once set
+            raise PartTimeout(timeout)
     if failure:
         raise failure[0]
     return box[0]
@@ -488,8 +542,11 @@ def _run_part_loop(func: Callable[..., Any], args: tuple[Any, ...], timeout: flo
         raise PartRaised(exc) from None
 
 
-def call_sync(part: Part, args: tuple[Any, ...], timeout: float | None) -> Any:
-    """Call a part from sync code; raise PartTimeout when it runs past `timeout`."""
+def call_sync(
+    part: Part, args: tuple[Any, ...], timeout: float | None, given_up: GivenUp | None = None
+) -> Any:
+    """Call a part from sync code; raise PartTimeout when it runs past `timeout` (a
+    call given up counts in `given_up` until its thread ends)."""
     if part.is_async:
         run = partial(_run_part_loop, part.func, args, timeout)
         if in_event_loop():
@@ -497,7 +554,7 @@ def call_sync(part: Part, args: tuple[Any, ...], timeout: float | None) -> Any:
         return run()
     if timeout is None:
         return part.func(*args)
-    return _run_in_daemon_thread(partial(part.func, *args), timeout)
+    return _run_in_daemon_thread(partial(part.func, *args), timeout, given_up)
 
 
 def cause_of(exc: BaseException, part_name: str, fact: str) -> Cause:

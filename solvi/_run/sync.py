@@ -48,7 +48,7 @@ Outcome = tuple[Any, Cause | None]
 def call_here(run: Run, node: Node, part: Part, args: tuple[Any, ...]) -> Outcome:
     """Call one producer in this thread: its value, or the Cause of its failure."""
     try:
-        return call_sync(part, args, effective_timeout(part, run.timeout)), None
+        return call_sync(part, args, effective_timeout(part, run.timeout), run.given_up), None
     except BaseException as exc:
         if not part_failed(exc):
             raise

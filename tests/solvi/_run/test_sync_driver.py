@@ -412,3 +412,46 @@ def test_workers_per_request_share_a_few_pools_and_bound_each_request() -> None:
         assert max(most) <= workers
     assert sorted(system._pools) == [2, 4, 8, 16, 32, 64]
     system.close()
+
+
+def test_calls_given_up_under_ask_hold_at_most_threads_threads() -> None:
+    """A part that hangs for good, under its own timeout: each request gives its call
+    up and the thread runs on. Those threads count against System(threads=N), as under
+    aask: once N run, the next call waits for one within its timeout, then says so,
+    and starts no thread; once they end, calls run again."""
+    release = threading.Event()
+    cat = Catalog("stuck")
+
+    @cat.fn(timeout=0.02)
+    def quote(item: str) -> float:
+        release.wait(30)
+        return 1.0
+
+    @cat.rule
+    def price(quote: float) -> float:
+        return quote
+
+    def part_threads() -> int:
+        return sum(t.name == "solvi-part" and t.is_alive() for t in threading.enumerate())
+
+    before = part_threads()
+    system = System(cat, threads=2)
+    try:
+        causes = []
+        for _ in range(6):
+            answer = system.ask({"item": "lamp"})["price"]
+            assert (answer.status, answer.guard) == ("abstained", "timeout")
+            causes.append(answer.reason)
+        assert part_threads() - before == 2
+        assert len(set(causes[:2])) == 1
+        assert "waiting" not in causes[0]
+        assert causes[2:] == [causes[2]] * 4
+        assert "timed out after 0.02 s, waiting for one of the System's 2 threads" in causes[2]
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while part_threads() > before:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert system.ask({"item": "lamp"})["price"].value == 1.0
+    system.close()
