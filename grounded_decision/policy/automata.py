@@ -13,7 +13,16 @@ from types import MappingProxyType
 import attrs
 
 from grounded_decision.errors import PolicyCompileError
-from grounded_decision.policy.parse import Act, Alt, Expr, Seq, Star, Test
+from grounded_decision.policy.parse import (
+    MAX_POLICY_STATES,
+    Act,
+    Alt,
+    Expr,
+    Seq,
+    Star,
+    Test,
+    too_many_states,
+)
 from grounded_decision.statechart.chart import State, Statechart, Transition
 
 __all__ = [
@@ -35,12 +44,10 @@ ACTION_PRIORITY = 2
 """Priority of text-policy states that propose an action, and of final states (even)."""
 WAITING_PRIORITY = 1
 """Priority of every other text-policy state (odd: not progress)."""
-MAX_POLICY_STATES = 10_000
 #: the most transitions a chart built from a policy may have: an action state takes
 #: every move of the state after its action, so ``(test(e) ; act(a) | ...)*`` with n
 #: alternatives needs about n * n, and memory grows with them
 MAX_POLICY_TRANSITIONS = 250_000
-"""Most automaton states ``compile_policy`` builds for one text policy by default."""
 
 
 class _Nfa:
@@ -117,6 +124,9 @@ class _Closures:
         self.on_stack = [False] * count
         self.component = [-1] * count
         self.sets: list[frozenset[int] | None] = []
+        #: each kept set once: two parts reaching the same states keep one object, so the
+        #: subset step finds it by identity instead of comparing it element by element
+        self.kept: dict[frozenset[int], frozenset[int]] = {}
         self.counter = 0
 
     def of(self, states: Iterable[int]) -> frozenset[int]:
@@ -196,8 +206,10 @@ class _Closures:
         if len(whole) < len(sets) or len(own) + sum(map(len, whole)) > self.room:
             return None  # a set below keeps nothing, or no room is left
         kept = frozenset(own.union(*whole))
-        self.room -= len(kept)
-        return kept
+        known = self.kept.setdefault(kept, kept)
+        if known is kept:
+            self.room -= len(kept)
+        return known
 
 
 @attrs.frozen
@@ -238,7 +250,8 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
 
     The subset construction can need exponentially many states (``(test(a) | test(b))* ;
     test(a)`` followed by ``k`` more steps needs about ``2**k``), so it stops past
-    ``max_states`` states (``None``: no cap).
+    ``max_states`` states (``None``: no cap). ``parse(text, max_states=...)`` refuses, with
+    the same words and while reading, a policy whose text already shows it needs more.
 
     Raises:
         PolicyCompileError: when the automaton would need more than ``max_states`` states.
@@ -268,18 +281,7 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
             closed = closures.of(targets[symbol])
             if closed not in subsets:
                 if max_states is not None and len(order) >= max_states:
-                    limit = (
-                        f"MAX_POLICY_STATES = {MAX_POLICY_STATES}"
-                        if max_states == MAX_POLICY_STATES
-                        else f"max_states = {max_states}"
-                    )
-                    msg = (
-                        f"policy needs more than {max_states} automaton states (limit"
-                        f" {limit}); shorten it, or build the chart with"
-                        " dfa_to_statechart(compile_policy(expr, max_states=N), name)"
-                        " and pass it to Module(name, chart, expr=expr)"
-                    )
-                    raise PolicyCompileError(msg)
+                    raise too_many_states(max_states)
                 subsets[closed] = len(order)
                 order.append(closed)
             row[symbol] = subsets[closed]

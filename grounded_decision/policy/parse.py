@@ -17,12 +17,13 @@ from typing import Any
 
 import attrs
 
-from grounded_decision.errors import PolicySyntaxError
+from grounded_decision.errors import PolicyCompileError, PolicySyntaxError
 
 __all__ = [
     "LINE_BREAK",
     "MAX_HEIGHT",
     "MAX_NESTING",
+    "MAX_POLICY_STATES",
     "Act",
     "Alt",
     "Expr",
@@ -31,6 +32,7 @@ __all__ = [
     "Test",
     "parse",
     "star_height",
+    "too_many_states",
 ]
 
 
@@ -43,6 +45,10 @@ MAX_NESTING = 100
 #: ``Seq`` and a ``Star`` per level of parentheses, so it is never deeper than this, and a
 #: tree built by hand is held to the same, for printing and compiling walk it recursively.
 MAX_HEIGHT = 3 * (MAX_NESTING + 1) + 1
+
+#: Most automaton states ``compile_policy`` builds for one text policy by default; ``parse``
+#: given ``max_states`` refuses, while it reads, a policy sure to need more.
+MAX_POLICY_STATES = 10_000
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NODES = "Test, Act, Seq, Alt or Star"
@@ -243,13 +249,55 @@ def _tokenize(text: str) -> Iterator[_Token]:
     yield _Token("end", "", line, len(text) - line_start + 1)
 
 
+def too_many_states(max_states: int) -> PolicyCompileError:
+    """The refusal of a policy needing more than ``max_states`` automaton states: one
+    text, whether ``parse`` sees it coming or ``compile_policy`` reaches it."""
+    limit = (
+        f"MAX_POLICY_STATES = {MAX_POLICY_STATES}"
+        if max_states == MAX_POLICY_STATES
+        else f"max_states = {max_states}"
+    )
+    msg = (
+        f"policy needs more than {max_states} automaton states (limit"
+        f" {limit}); shorten it, or build the chart with"
+        " dfa_to_statechart(compile_policy(expr, max_states=N), name)"
+        " and pass it to Module(name, chart, expr=expr)"
+    )
+    return PolicyCompileError(msg)
+
+
+class _StateCount:
+    """A lower bound on the automaton states of the policy being read, sure whatever
+    text follows: one for the start, and one per symbol of a step directly followed by
+    another step in a sequence (``test(e) ; act(a)`` counts ``test(e)``).
+
+    After reading that symbol the automaton is in a state holding the step that follows,
+    which only that symbol's moves enter, so states so reached on two symbols differ, and
+    none is the start. Every step of a policy lies on some word it accepts, so each such
+    state is built by ``compile_policy``.
+    """
+
+    def __init__(self, max_states: int) -> None:
+        self.max_states = max_states
+        self.symbols: set[tuple[str, str]] = set()
+
+    def followed(self, step: Test | Act) -> None:
+        """Count `step`'s symbol; refuse once the states are sure to pass the cap."""
+        symbol = ("test", step.event) if isinstance(step, Test) else ("act", step.action)
+        self.symbols.add(symbol)
+        # compile_policy never refuses its first state, so a cap of 0 still takes one
+        if len(self.symbols) + 1 > max(self.max_states, 1):
+            raise too_many_states(self.max_states)
+
+
 class _Parser:
     """Recursive descent over the tokens, one ahead; one instance per ``parse`` call."""
 
-    def __init__(self, tokens: Iterator[_Token]) -> None:
+    def __init__(self, tokens: Iterator[_Token], states: _StateCount | None = None) -> None:
         self.tokens = tokens
         self.current = next(tokens)
         self.depth = 0
+        self.states = states
 
     def peek(self) -> _Token:
         return self.current
@@ -295,6 +343,10 @@ class _Parser:
         parts: list[Expr] = []
         while True:
             node = self.rep()
+            if self.states is not None and parts and isinstance(parts[-1], Test | Act):
+                head = node.parts[0] if isinstance(node, Seq) else node
+                if isinstance(head, Test | Act):
+                    self.states.followed(parts[-1])
             parts.extend(node.parts if isinstance(node, Seq) else (node,))
             if self.peek().kind != ";":
                 break
@@ -349,16 +401,26 @@ class _Parser:
         raise self.fail("test(...), act(...) or '('", token, hint)
 
 
-def parse(text: str) -> Expr:
+def parse(text: str, *, max_states: int | None = None) -> Expr:
     """Parse a text policy such as ``(test(ping))* ; test(alert) ; act(page)``.
 
     Parameters:
         text: the policy; whitespace and ``#`` comments are ignored.
+        max_states: the cap ``compile_policy`` will be given (``MAX_POLICY_STATES`` for
+            ``Module.from_expr``); a policy sure to need more automaton states is refused
+            as soon as the text read so far shows it, with ``compile_policy``'s refusal, so
+            a huge policy is not read to its end (nor checked for syntax past that point).
+            ``None``, the default, refuses nothing.
 
     Returns:
         The expression tree (``Test``, ``Act``, ``Seq``, ``Alt``, ``Star``).
 
     Raises:
         PolicySyntaxError: with ``line``, ``column`` (1-based), ``expected`` and ``got``.
+        PolicyCompileError: when the policy is sure to need more than ``max_states``
+            automaton states.
+
+    .. versionchanged:: Unreleased ``max_states``.
     """
-    return _Parser(_tokenize(text)).policy()
+    states = None if max_states is None else _StateCount(max_states)
+    return _Parser(_tokenize(text), states).policy()

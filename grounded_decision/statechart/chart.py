@@ -105,6 +105,9 @@ class Statechart:
     _moves: Mapping[tuple[str, str], Transition] = attrs.field(init=False, eq=False, repr=False)
     _outgoing: Mapping[str, tuple[Transition, ...]] = attrs.field(init=False, eq=False, repr=False)
     _initial: str | None = attrs.field(init=False, eq=False, repr=False)
+    #: set by the first ``validate`` that passes: the chart cannot change, so the builder,
+    #: the module and the game compiler, which each validate it, check it only once
+    _valid: bool = attrs.field(init=False, default=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # Lookups used on every step are built once per chart value.
@@ -148,6 +151,8 @@ class Statechart:
                 number, or a transition whose weight in the game (its payoff plus its
                 target's) is not one.
         """
+        if self._valid:
+            return self
         seen: set[str] = set()
         payoffs: dict[str, float] = {}
         for st in self.state_list:
@@ -217,6 +222,7 @@ class Statechart:
                     f"than a float holds; use smaller payoffs"
                 )
                 raise ChartError(msg, chart=self.name, name=move.source)
+        object.__setattr__(self, "_valid", True)
         return self
 
     def _fail(self, message: str, st: State) -> NoReturn:
