@@ -29,6 +29,7 @@ __all__ = [
     "ACTION_PRIORITY",
     "MAX_POLICY_STATES",
     "MAX_POLICY_TRANSITIONS",
+    "POSITIONS_PER_STATE",
     "WAITING_PRIORITY",
     "Dfa",
     "Symbol",
@@ -48,6 +49,11 @@ WAITING_PRIORITY = 1
 #: every move of the state after its action, so ``(test(e) ; act(a) | ...)*`` with n
 #: alternatives needs about n * n, and memory grows with them
 MAX_POLICY_TRANSITIONS = 250_000
+#: how many positions of the policy the automaton's states may hold in all, per state
+#: ``max_states`` allows: ``test(e0)* ; test(e1)* ; ...`` has a state per star, each
+#: holding every later step, so a long chain would fill memory (n states of n positions)
+#: long before it reached the state cap
+POSITIONS_PER_STATE = 500
 
 
 class _Nfa:
@@ -114,11 +120,13 @@ class _Closures:
     walk from it stops at the states that do, so the work stays linear.
     """
 
-    def __init__(self, nfa: _Nfa, final: int) -> None:
+    def __init__(self, nfa: _Nfa, final: int, most: int | None = None) -> None:
         count = len(nfa.empty)
         self.empty = nfa.empty
         self.matters = [move is not None or state == final for state, move in enumerate(nfa.moves)]
-        self.room = _CLOSURE_ROOM * count
+        #: no more than the automaton's states may hold (`most`): a set kept beyond
+        #: that would only fill memory before the policy is refused
+        self.room = _CLOSURE_ROOM * count if most is None else min(_CLOSURE_ROOM * count, most)
         self.index = [-1] * count
         self.low = [0] * count
         self.on_stack = [False] * count
@@ -254,7 +262,9 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
     the same words and while reading, a policy whose text already shows it needs more.
 
     Raises:
-        PolicyCompileError: when the automaton would need more than ``max_states`` states.
+        PolicyCompileError: when the automaton would need more than ``max_states`` states,
+            or its states would hold more than ``POSITIONS_PER_STATE * max_states``
+            positions of the policy in all.
         TypeError: when ``expr`` is not a policy tree.
     """
     if not isinstance(expr, Test | Act | Seq | Alt | Star):
@@ -265,7 +275,8 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
         raise TypeError(msg)
     nfa = _Nfa()
     entry, exit_ = nfa.build(expr)
-    closures = _Closures(nfa, exit_)
+    room = None if max_states is None else POSITIONS_PER_STATE * max(max_states, 1)
+    closures = _Closures(nfa, exit_, room)
     first = closures.of((entry,))
     subsets = {first: 0}
     order = [first]
@@ -282,12 +293,29 @@ def compile_policy(expr: Expr, *, max_states: int | None = MAX_POLICY_STATES) ->
             if closed not in subsets:
                 if max_states is not None and len(order) >= max_states:
                     raise too_many_states(max_states)
+                if room is not None:
+                    room -= len(closed)
+                    if room < 0:
+                        raise _too_large(max_states)
                 subsets[closed] = len(order)
                 order.append(closed)
             row[symbol] = subsets[closed]
         raw.append(row)
     accepting = frozenset(i for i, subset in enumerate(order) if exit_ in subset)
     return _minimise(raw, accepting)
+
+
+def _too_large(max_states: int | None) -> PolicyCompileError:
+    """The refusal of a policy whose automaton's states would hold more positions of it
+    than ``max_states`` allows (see `POSITIONS_PER_STATE`)."""
+    msg = (
+        f"policy's automaton states would hold more than "
+        f"{POSITIONS_PER_STATE * max(max_states or 1, 1):,} positions of it in all (limit "
+        f"POSITIONS_PER_STATE = {POSITIONS_PER_STATE} per state of max_states = {max_states}),"
+        f" as a long chain of starred steps does; shorten it, or compile it with"
+        f" compile_policy(expr, max_states=None), which caps nothing"
+    )
+    return PolicyCompileError(msg)
 
 
 def _coarsest_blocks(raw: list[dict[Symbol, int]], accepting: frozenset[int]) -> list[int]:

@@ -162,3 +162,34 @@ def test_a_chart_is_checked_once_however_often_it_is_validated(
     for _ in range(2):
         with pytest.raises(ChartError, match="unknown state 'b'"):
             broken.validate()
+
+
+def _starred_chain(stars: int) -> str:
+    """``test(e0)* ; test(e1)* ; ...``: a state per star, each holding every later step."""
+    return " ; ".join(f"test(e{i})*" for i in range(stars))
+
+
+def test_a_long_chain_of_stars_is_refused_before_its_states_fill_memory() -> None:
+    """Its states hold n + (n - 1) + ... positions: the room for them is spent, and the
+    policy refused, long before the state cap is reached (with a cap of 100, after about
+    25 of the 2,001 states); None still caps nothing."""
+    built: list[int] = []
+    original = automata._Closures.of
+
+    def counted(self: automata._Closures, states: object) -> frozenset[int]:
+        built.append(1)
+        return original(self, states)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(automata._Closures, "of", counted)
+        with pytest.raises(PolicyCompileError) as refused:
+            compile_policy(parse(_starred_chain(2_000)), max_states=100)
+    assert str(refused.value) == (
+        "policy's automaton states would hold more than 50,000 positions of it in all "
+        "(limit POSITIONS_PER_STATE = 500 per state of max_states = 100), as a long chain "
+        "of starred steps does; shorten it, or compile it with "
+        "compile_policy(expr, max_states=None), which caps nothing"
+    )
+    assert len(built) < 100
+    assert len(compile_policy(parse(_starred_chain(300)))) == 300
+    assert len(compile_policy(parse(_starred_chain(150)), max_states=None)) == 150
