@@ -38,6 +38,7 @@ __all__ = [
     "Head",
     "Label",
     "LinearScore",
+    "OrderLine",
     "OrderModel",
     "OrderPolicy",
     "checkpoint_text",
@@ -49,6 +50,32 @@ __all__ = [
 ]
 
 Row = dict[str, float]
+
+
+@attrs.frozen
+class OrderLine:
+    """Why a learned order evaluated one hard check when it did."""
+
+    check: str
+    p_fail: float
+    saves_ms: float
+    costs_ms: float
+    score: float
+    unblocks: tuple[str, ...]
+    outcome: str
+    settles: tuple[str, ...]
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.check}: P(fail) {self.p_fail:.2f} × saves {self.saves_ms:.1f} ms "
+            f"÷ costs {self.costs_ms:.1f} ms = {self.score:.3g}"
+        )
+        if self.unblocks:
+            text += f" [unblocks {', '.join(self.unblocks)} (already decided by a failed check)]"
+        text += f" → {self.outcome}"
+        if self.settles:
+            text += f"; settles {', '.join(self.settles)}"
+        return text
 
 
 @runtime_checkable

@@ -30,7 +30,7 @@ from solvi._run.steps import (
 )
 from solvi.errors import RequestIdTaken, _described
 from solvi.hooks import HookTable, Outcome, RequestEvent, StepEvent
-from solvi.order import OrderModel, OrderPolicy
+from solvi.order import OrderLine, OrderModel, OrderPolicy
 from solvi.question import Fail
 from solvi.record import HUGE_INT as HUGE
 from solvi.record import NEGATIVE_HUGE_INT as LOW
@@ -43,7 +43,6 @@ __all__ = [
     "START",
     "Cause",
     "Drive",
-    "OrderLine",
     "PriorCall",
     "Run",
     "attempts",
@@ -59,32 +58,6 @@ __all__ = [
 ]
 
 PENDING, OK, FAILED, NOT_RUN = 0, 1, 2, 3
-
-
-@attrs.frozen
-class OrderLine:
-    """Why a learned order evaluated one hard check when it did."""
-
-    check: str
-    p_fail: float
-    saves_ms: float
-    costs_ms: float
-    score: float
-    unblocks: tuple[str, ...]
-    outcome: str
-    settles: tuple[str, ...]
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.check}: P(fail) {self.p_fail:.2f} × saves {self.saves_ms:.1f} ms "
-            f"÷ costs {self.costs_ms:.1f} ms = {self.score:.3g}"
-        )
-        if self.unblocks:
-            text += f" [unblocks {', '.join(self.unblocks)} (already decided by a failed check)]"
-        text += f" → {self.outcome}"
-        if self.settles:
-            text += f"; settles {', '.join(self.settles)}"
-        return text
 
 
 #: One call of one part, kept as a plain tuple because one is made per step on
@@ -696,8 +669,8 @@ def learned_batches(
     cost of evaluating it``, except that once a check has failed, the
     earlier-declared checks of the questions it governs come next (under
     declared guards the first declared failing check decides, so they must run
-    whatever they return). It stops when no pending hard check governs a
-    question that is still open.
+    whatever they return), and a check reading a pending check's fact waits
+    for it. It stops when no pending hard check governs an open question.
 
     With `by_declaration`, checks are taken in declaration order instead (the
     score is still computed, for `explain_order`). Under declared guards that
@@ -771,6 +744,11 @@ def learned_batches(
             line = next(entry for _, c, entry in scored if c == chosen)
         else:
             _, chosen, line = max(scored, key=lambda t: (t[0], -t[1]))
+        # A check that reads another pending one's fact cannot go first: that one runs
+        # in its batch, so it is the one evaluated (and settles what it fails).
+        first = next((a for a in _ancestors(nodes, chosen, status) if a in candidates), chosen)
+        if first != chosen:
+            chosen, line = first, next(entry for _, c, entry in scored if c == first)
         before = set(run.settled)
         yield tuple(_ancestors(nodes, chosen, status))
         run.evaluated.append(chosen)
