@@ -7,9 +7,11 @@ them; `solvi check` reports the same findings, so the two never disagree.
 
 from __future__ import annotations
 
+import math
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
 
 import attrs
@@ -17,7 +19,7 @@ import attrs
 from solvi.catalog import Part, inputs_of
 from solvi.errors import _closest
 from solvi.question import Question
-from solvi.strategy import reachable_facts
+from solvi.strategy import each_reachable_facts
 
 __all__ = [
     "SolviWarning",
@@ -49,9 +51,7 @@ def ungoverning_checks(parts: Sequence[Part], questions: Sequence[Question]) -> 
     requires it.
     """
     flow_parts = _flow_parts(parts)
-    reached: set[str] = set()
-    for q in questions:
-        reached |= reachable_facts(q, flow_parts)
+    reached: set[str] = set().union(*each_reachable_facts(questions, flow_parts))
     rules = [p.name for p in flow_parts if p.kind == "rule"]
     example = rules[0] if rules else "approve"
     return [
@@ -111,6 +111,10 @@ def check_inputs(parts: Sequence[Part], inputs: Iterable[str]) -> str | None:
     return None
 
 
+#: how much alike (difflib's ratio) a request key and another name must look to be reported
+_TYPO_CUTOFF = 0.8
+
+
 def key_typos(parts: Sequence[Part]) -> list[str]:
     """One message per request key that looks like a computed fact or another key.
 
@@ -120,18 +124,99 @@ def key_typos(parts: Sequence[Part]) -> list[str]:
     flow_parts = _flow_parts(parts)
     produced = sorted(_produced(flow_parts))
     keys = request_keys(flow_parts)
+    readers: dict[str, list[str]] = {}
+    for p in flow_parts:
+        for name in dict.fromkeys(p.inputs):
+            readers.setdefault(name, []).append(p.name)
+    alike = _LookAlikes.of([*produced, *keys], _TYPO_CUTOFF)
     found = []
     for key in keys:
-        others = [n for n in [*produced, *keys] if n != key and not _compound(key, n)]
-        hint = _closest(key, others, cutoff=0.8)
+        # difflib picks among the names that reach the cutoff, and near() holds them all
+        others = [n for n in alike.near(key) if n != key and not _compound(key, n)]
+        hint = _closest(key, others, cutoff=_TYPO_CUTOFF)
         if hint:
-            readers = ", ".join(_readers(flow_parts, key))
             found.append(
-                f"request key {key!r}, read by {readers}, looks like a misspelt name{hint}; "
-                f"fix the parameter name, or declare the request keys with "
+                f"request key {key!r}, read by {', '.join(readers[key])}, looks like a misspelt "
+                f"name{hint}; fix the parameter name, or declare the request keys with "
                 f"System(..., inputs=[...]) so a misspelling fails when the System is built"
             )
     return found
+
+
+def _ratio(matches: int, length: int) -> float:
+    """difflib's ratio, from matched letters and both names' length, as difflib works it."""
+    return 2.0 * matches / length if length else 1.0
+
+
+def _pieces(name: str) -> list[tuple[str, int]]:
+    """The name's pairs of adjacent letters, the nth repeat of a pair numbered n, so two
+    names share as many pieces as their multisets of pairs have in common."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in range(len(name) - 1):
+        pair = name[i : i + 2]
+        seen[pair] = seen.get(pair, 0) + 1
+        out.append((pair, seen[pair]))
+    return out
+
+
+def _pieces_needed(length: int, cutoff: float) -> int:
+    """How many pieces two names of `length` letters in all share when their ratio reaches
+    `cutoff`.
+
+    The ratio is 2M/length, M the letters of difflib's matching blocks. k blocks hold
+    M - k shared pieces, and blocks are apart by an unmatched letter of either name,
+    so k <= length - 2M + 1: at least 3M - length - 1 pieces, M the least that reaches.
+    """
+    least = max(0, math.ceil(cutoff * length / 2) - 1)
+    while _ratio(least, length) < cutoff:
+        least += 1
+    return 3 * least - length - 1
+
+
+@attrs.frozen
+class _LookAlikes:
+    """Names indexed by length and pieces, to find the few that may look like a given one
+    without comparing it with each (5,000 request keys against all names took 50 s)."""
+
+    cutoff: float
+    by_length: Mapping[int, Sequence[str]]
+    #: piece -> the names that hold it
+    holders: Mapping[tuple[str, int], Sequence[str]]
+
+    @classmethod
+    def of(cls, names: Iterable[str], cutoff: float) -> _LookAlikes:
+        """Index `names` for look-alikes at `cutoff`."""
+        by_length: dict[int, list[str]] = {}
+        holders: dict[tuple[str, int], list[str]] = {}
+        for name in dict.fromkeys(names):
+            by_length.setdefault(len(name), []).append(name)
+            for piece in _pieces(name):
+                holders.setdefault(piece, []).append(name)
+        return cls(cutoff, by_length, holders)
+
+    def near(self, name: str) -> list[str]:
+        """Every indexed name whose difflib ratio with `name` may reach the cutoff.
+
+        A name too long or too short cannot (difflib's real_quick_ratio), nor can one
+        that shares fewer pieces with `name` than that ratio needs.
+        """
+        needed = {
+            length: _pieces_needed(length + len(name), self.cutoff)
+            for length in self.by_length
+            if _ratio(min(length, len(name)), length + len(name)) >= self.cutoff
+        }
+        found = [
+            n for length, least in needed.items() if least <= 0 for n in self.by_length[length]
+        ]
+        shared: Counter[str] = Counter()
+        for piece in _pieces(name):
+            shared.update(self.holders.get(piece, ()))
+        for n, count in shared.items():
+            least = needed.get(len(n))
+            if least is not None and 0 < least <= count:  # (least <= 0: found already)
+                found.append(n)
+        return found
 
 
 def _compound(a: str, b: str) -> bool:

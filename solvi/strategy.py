@@ -3,8 +3,8 @@
 A strategist decides which producers of each fact belong in a flow; the walk
 from the questions' targets back to the keys, the checks of what was computed,
 the cycle reports and the ordering are shared by all of them. The walk and the
-cycle search are also functions of their own (`reachable_facts`,
-`fact_cycles`), so that ``solvi check`` reports what the planner would do.
+cycle search are also functions of their own (`reachable_facts`, `fact_cycles`),
+so that ``solvi check`` reports what the planner would do.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
     "Prices",
     "Strategist",
     "cycle_text",
+    "each_reachable_facts",
     "fact_cycles",
     "price_of",
     "reachable_facts",
@@ -82,15 +83,26 @@ def _rule_of(question: Question, by_name: Mapping[str, Part]) -> Part | None:
     return rule if rule is not None and rule.kind == "rule" else None
 
 
+def _check_readers(parts: Iterable[Part]) -> dict[str, list[Part]]:
+    """For each fact, the checks among `parts` that read it: `_walk_back`'s index."""
+    readers: dict[str, list[Part]] = {}
+    for c in (p for p in parts if p.kind == "check"):
+        for i in c.inputs:
+            readers.setdefault(i, []).append(c)
+    return readers
+
+
 def _walk_back(
     start: Iterable[str],
     producers: Mapping[str, Sequence[Part]],
     keys: Set[str],
-    checks: Sequence[Part],
+    check_readers: Mapping[str, Sequence[Part]],
 ) -> set[str]:
     """The facts a flow computes for `start`: back through `producers` to the keys, plus
-    each check (among `producers`) whose inputs that reaches and that reads a computed fact."""
+    each check (among `producers`) whose inputs that reaches and that reads a computed fact
+    (such a check reads a reached fact, so only `check_readers` of those are looked at)."""
     facts: set[str] = set()
+    fresh: list[str] = []  # reached facts whose check readers are still to be looked at
 
     def closure(todo: Iterable[str]) -> None:
         stack = [f for f in todo if f not in keys]
@@ -99,22 +111,18 @@ def _walk_back(
             if f in facts:
                 continue
             facts.add(f)
+            fresh.append(f)
             for p in producers.get(f, ()):
                 stack.extend(i for i in p.inputs if i not in keys and i not in facts)
 
     closure(start)
-    grew = True
-    while grew:
-        grew = False
-        for c in checks:
+    while fresh:
+        for c in check_readers.get(fresh.pop(), ()):
             f = c.provides
             if f in facts or f in keys or c not in producers.get(f, ()):
                 continue
-            if all(i in keys or i in facts for i in c.inputs) and any(
-                i not in keys for i in c.inputs
-            ):
+            if all(i in keys or i in facts for i in c.inputs):
                 closure((f,))
-                grew = True
     return facts
 
 
@@ -123,20 +131,19 @@ def reachable_facts(
 ) -> frozenset[str]:
     """The facts `question` can ever need: the planner's walk with every producer planned.
 
-    It starts where the planner starts (the rule and its arguments, else `uses`,
-    else every fact of an fn or check part), adds the parts the question
-    `requires`, walks back through every producer to the keys, and adds each
-    check whose inputs are reached and that reads at least one computed fact.
-
-    Args:
-        question: the question to walk back from.
-        parts: the catalog's parts (extract parts are left out, as in a flow).
-        keys: the request's keys; by default the facts no part provides, which
-            gives the widest walk any request can make.
-
-    Returns:
-        The facts computed for the question, request keys excluded.
+    It starts where the planner starts (the rule and its arguments, else `uses`, else
+    every fact of an fn or check part), adds the parts the question `requires`, walks back
+    through every producer to the request's `keys` (by default the facts no part provides:
+    the widest walk), and adds each check whose inputs are reached, one a computed fact.
     """
+    (facts,) = each_reachable_facts([question], parts, keys)
+    return facts
+
+
+def each_reachable_facts(
+    questions: Iterable[Question], parts: Sequence[Part], keys: Set[str] | None = None
+) -> tuple[frozenset[str], ...]:
+    """`reachable_facts` of each question, in order, the parts' tables built once for all."""
     flow_parts = [p for p in parts if p.kind != "extract"]
     producers: dict[str, list[Part]] = {}
     for p in flow_parts:
@@ -144,16 +151,16 @@ def reachable_facts(
     if keys is None:
         keys = {i for p in flow_parts for i in p.inputs if i not in producers}
     by_name = {p.name: p for p in flow_parts}
-    rule = _rule_of(question, by_name)
-    if rule is not None:
-        start: list[str] = [rule.provides, *rule.inputs]
-    elif question.uses is not None:
-        start = list(question.uses)
-    else:
-        start = list(dict.fromkeys(p.provides for p in flow_parts if p.kind in ("fn", "check")))
-    start.extend(by_name[name].provides for name in question.requires if name in by_name)
-    checks = [p for p in flow_parts if p.kind == "check"]
-    return frozenset(_walk_back(start, producers, keys, checks))
+    every = list(dict.fromkeys(p.provides for p in flow_parts if p.kind in ("fn", "check")))
+    readers = _check_readers(flow_parts)
+    found = []
+    for question in questions:
+        rule = _rule_of(question, by_name)
+        uses = every if question.uses is None else question.uses
+        start = [rule.provides, *rule.inputs] if rule is not None else list(uses)
+        start.extend(by_name[name].provides for name in question.requires if name in by_name)
+        found.append(frozenset(_walk_back(start, producers, keys, readers)))
+    return tuple(found)
 
 
 #: the most facts of a cycle a reason names; a longer one is cut, its length said
@@ -448,7 +455,7 @@ class _Planner:
         heads: Mapping[str, Head] | None,
     ) -> tuple[list[QuestionPlan], list[frozenset[str]]]:
         by_name = {p.name: p for p in parts}
-        checks = [p for p in parts if p.kind == "check"]
+        check_readers = _check_readers(parts)
         plans: list[QuestionPlan] = []
         facts_per_question: list[frozenset[str]] = []
 
@@ -501,7 +508,7 @@ class _Planner:
                 start = (*answer_facts, *targets, *required_facts)
                 if keep is not None:
                     start = (*start, *keep[index])
-                facts = _walk_back(start, selected, keys, checks)
+                facts = _walk_back(start, selected, keys, check_readers)
             governing = tuple(
                 p.name
                 for p in sorted(
@@ -567,10 +574,10 @@ class _Planner:
                 if waiting[d] == 0:
                     heapq.heappush(heap, key(d))
         position = {f: n for n, f in enumerate(order)}
-        members = {
-            f: frozenset(q.index for q, fs in zip(plans, per_question, strict=True) if f in fs)
-            for f in facts
-        }
+        members: dict[str, set[int]] = {f: set() for f in facts}  # one pass over the plans
+        for q, fs in zip(plans, per_question, strict=True):
+            for f in fs:
+                members[f].add(q.index)
         return tuple(
             FlowNode(
                 index=n,
@@ -579,7 +586,7 @@ class _Planner:
                 inputs=tuple(dict.fromkeys(i for p in selected[f] for i in p.inputs)),
                 deps=tuple(sorted({position[i] for i in reads[f]})),
                 phase=0 if f in first_phase else 1,
-                questions=members[f],
+                questions=frozenset(members[f]),
                 is_rule=is_rule[f],
                 is_hard_check=f in hard,
             )

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
+import random
+import string
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import solvi.mistakes as mistakes
 from solvi import Catalog, PlanError, Question, SolviWarning, System
-from solvi.mistakes import key_typos, type_conflicts
+from solvi.catalog import Part
+from solvi.errors import _closest
+from solvi.mistakes import _compound, _LookAlikes, key_typos, request_keys, type_conflicts
 
 
 def _adult_catalog() -> Catalog:
@@ -222,3 +229,137 @@ def test_a_conflict_is_exactly_a_pair_no_value_can_satisfy(a: type, b: type) -> 
     values = [v for cls, vs in samples.items() if issubclass(cls, a) for v in vs]
     accepted = any(isinstance(v, tower.get(b, b)) for v in values)
     assert (type_conflicts(_pair(a, b).parts) == []) == accepted
+
+
+# -- key typos against the comparison of every pair ----------------------------------
+
+
+def _typos_by_comparing_every_pair(parts: Sequence[Part]) -> list[str]:
+    """`key_typos` as it was: each key against every fact and every other key."""
+    flow_parts = [p for p in parts if p.kind != "extract"]
+    produced = sorted({p.provides for p in flow_parts})
+    keys = request_keys(flow_parts)
+    found = []
+    for key in keys:
+        others = [n for n in [*produced, *keys] if n != key and not _compound(key, n)]
+        hint = _closest(key, others, cutoff=0.8)
+        if hint:
+            readers = ", ".join(p.name for p in flow_parts if key in p.inputs)
+            found.append(
+                f"request key {key!r}, read by {readers}, looks like a misspelt name{hint}; "
+                f"fix the parameter name, or declare the request keys with "
+                f"System(..., inputs=[...]) so a misspelling fails when the System is built"
+            )
+    return found
+
+
+#: two letters, so that generated names often look alike, and `_` for compound names
+NAMES = st.text("ab_", min_size=1, max_size=9)
+
+
+@st.composite
+def _parts(draw: st.DrawFn) -> list[Part]:
+    """Random parts: unique names, each reading a few generated names."""
+    facts = draw(st.lists(NAMES, min_size=1, max_size=12, unique=True))
+    return [
+        Part(
+            name=fact,
+            kind=draw(st.sampled_from(["fn", "check", "rule", "extract"])),
+            func=len,
+            provides=fact,
+            inputs=tuple(draw(st.lists(NAMES, max_size=4, unique=True))),
+            index=index,
+        )
+        for index, fact in enumerate(facts)
+    ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_parts())
+def test_key_typos_say_what_comparing_every_pair_says(parts: list[Part]) -> None:
+    """Against brute force: the same messages, hints and order of hints on random catalogs."""
+    assert key_typos(parts) == _typos_by_comparing_every_pair(parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.text("ab_x", max_size=40), max_size=25),
+    st.text("ab_x", max_size=40),
+    st.sampled_from([0.0, 0.6, 0.75, 0.8, 0.9, 1.0]),
+)
+def test_look_alikes_hold_every_name_that_reaches_the_cutoff(
+    names: list[str], name: str, cutoff: float
+) -> None:
+    """Every name whose difflib ratio with `name` reaches the cutoff is near it."""
+    near = set(_LookAlikes.of(names, cutoff).near(name))
+    for other in names:
+        # get_close_matches compares each possibility (seq1) with the word (seq2)
+        if difflib.SequenceMatcher(None, other, name).ratio() >= cutoff:
+            assert other in near
+
+
+def test_look_alikes_hold_long_names_difflib_matches_with_junk() -> None:
+    """Names of 200 letters and more (difflib then ignores its popular letters) still
+    come back when they reach the cutoff."""
+    rng = random.Random(7)
+    base = "".join(rng.choice("ab_") for _ in range(240))
+    names = [base[:i] + base[i + 3 :] for i in range(0, 240, 9)] + [base[::-1]]
+    near = set(_LookAlikes.of(names, 0.8).near(base))
+    wanted = {n for n in names if difflib.SequenceMatcher(None, n, base).ratio() >= 0.8}
+    assert len(wanted) >= 3
+    assert wanted <= near
+
+
+def test_key_typos_compare_each_key_with_its_possible_look_alikes_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Keys that look like nothing are not compared with every other name (5,000 keys
+    took 50 s that way): difflib sees under a tenth of the pairs of 300 unlike keys."""
+    compared = 0
+
+    class Counting(difflib.SequenceMatcher[str]):
+        def set_seq1(self, a: Any) -> None:
+            nonlocal compared
+            compared += 1
+            super().set_seq1(a)
+
+    rng = random.Random(3)
+    keys = list(
+        dict.fromkeys(
+            "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(6, 24)))
+            for _ in range(300)
+        )
+    )
+    parts = [
+        Part(name=f"uses_{i}", kind="rule", func=len, provides=f"uses_{i}", inputs=(k,), index=i)
+        for i, k in enumerate(keys)
+    ]
+    monkeypatch.setattr(difflib, "SequenceMatcher", Counting)
+    assert key_typos(parts) == []
+    assert compared < len(keys) * len(keys) / 10
+
+
+def test_ungoverning_checks_go_through_the_parts_a_few_times_for_all_questions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """100 questions cost a few passes over the parts, not one each (3,000 rules over
+    9,000 parts took 9 s to build a System that way); the finding is unchanged."""
+    passes = 0
+
+    class Counted(list[Part]):
+        def __iter__(self) -> Iterator[Part]:
+            nonlocal passes
+            passes += 1
+            return super().__iter__()
+
+    flow_parts = mistakes._flow_parts
+    monkeypatch.setattr(mistakes, "_flow_parts", lambda parts: Counted(flow_parts(parts)))
+    cat = _adult_catalog()
+    for i in range(100):
+        ns: dict[str, Any] = {}
+        exec(f"def r{i}(income):\n    return income > {i}", ns)
+        cat.rule(ns[f"r{i}"])
+    questions = [Question(p.name) for p in cat.parts if p.kind == "rule"]
+    (message,) = mistakes.ungoverning_checks(cat.parts, questions)
+    assert message.startswith("hard check 'adult' governs no question")
+    assert passes < 10
