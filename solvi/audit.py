@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from solvi._terminal import visible
 from solvi.errors import StoreError
 from solvi.record import canonical_json, read_stored_json
 
@@ -157,7 +158,9 @@ class AuditReport:
     number of the first bad (or missing) entry: None when the problem is in no
     entry (a dropped table, a missing chain head). `last_hash` is the hash of
     the last entry read (`GENESIS` for an empty log): keep it somewhere else to
-    detect a log cut short together with its head.
+    detect a log cut short together with its head. `problem` quotes what it read
+    from the store as `repr` does, each value cut when very long, so that a request
+    id or a column edited to hold escape sequences cannot act on a terminal.
     """
 
     ok: bool
@@ -198,6 +201,12 @@ class _Decision:
     stored: str
 
 
+def _quoted(value: object) -> str:
+    """A value read from the store, for a problem: its repr, which escapes what a
+    terminal would act on, cut when very long (`solvi._terminal.visible`)."""
+    return visible(repr(value))
+
+
 def _type_name(value: object) -> str:
     return "NULL" if value is None else type(value).__name__
 
@@ -224,7 +233,9 @@ def verify(store: Store) -> AuditReport:
     try:
         return walk.run()
     except StoreError as exc:
-        return walk.broken(None, f"the store could not be read after entry {walk.last}: {exc}")
+        return walk.broken(
+            None, f"the store could not be read after entry {walk.last}: {visible(exc)}"
+        )
 
 
 class _Walk:
@@ -312,8 +323,8 @@ class _Walk:
             return self.broken(
                 seq,
                 f"entry {seq} does not chain to entry {seq - 1}: its prev_hash is "
-                f"{entry.prev_hash[:16]}, entry {seq - 1} hashes to {self.prev[:16]} (an entry "
-                f"was replaced or entries were reordered)",
+                f"{visible(entry.prev_hash[:16])}, entry {seq - 1} hashes to {self.prev[:16]} "
+                f"(an entry was replaced or entries were reordered)",
             )
         return self.payload_problem(entry)
 
@@ -330,21 +341,21 @@ class _Walk:
         if entry.kind not in ("decision", "safeguard"):
             return self.broken(
                 seq,
-                f"entry {seq} is of kind {entry.kind!r}; solvi writes only decision and "
+                f"entry {seq} is of kind {_quoted(entry.kind)}; solvi writes only decision and "
                 f"safeguard entries {_OUTSIDE}",
             )
         payload, unreadable = read_stored_json(entry.payload)
         if unreadable is not None:
             return self.broken(
                 seq,
-                f"entry {seq} ({entry.kind} of request {entry.request_id!r}) has a payload that "
-                f"{unreadable} {_OUTSIDE}",
+                f"entry {seq} ({entry.kind} of request {_quoted(entry.request_id)}) has a "
+                f"payload that {unreadable} {_OUTSIDE}",
             )
         if not isinstance(payload, dict):
             return self.broken(
                 seq,
-                f"entry {seq} ({entry.kind} of request {entry.request_id!r}) has a payload that "
-                f"is a JSON {_type_name(payload)}, not an object {_OUTSIDE}",
+                f"entry {seq} ({entry.kind} of request {_quoted(entry.request_id)}) has a "
+                f"payload that is a JSON {_type_name(payload)}, not an object {_OUTSIDE}",
             )
         if entry.kind == "safeguard":
             return None
@@ -359,8 +370,8 @@ class _Walk:
         if earlier is not None:
             return self.broken(
                 seq,
-                f"entry {seq} is a second decision for request {entry.request_id!r} (the first "
-                f"is entry {earlier.seq}); request ids are unique {_OUTSIDE}",
+                f"entry {seq} is a second decision for request {_quoted(entry.request_id)} "
+                f"(the first is entry {earlier.seq}); request ids are unique {_OUTSIDE}",
             )
         self.decisions[entry.request_id] = _Decision(seq, *(payload[k] for k in _DECISION_TEXT))
         return None
@@ -377,7 +388,7 @@ class _Walk:
         if not isinstance(head_seq, int) or isinstance(head_seq, bool):
             return self.broken(
                 None,
-                f"the chain head records entry {head_seq!r} of type {_type_name(head_seq)}, "
+                f"the chain head records entry {_quoted(head_seq)} of type {_type_name(head_seq)}, "
                 f"where solvi writes a sequence number {_OUTSIDE}",
             )
         if not isinstance(head_hash, str):
@@ -390,8 +401,8 @@ class _Walk:
         if head_seq < last or (head_seq == last and head_hash != self.prev):
             return self.broken(
                 head_seq + 1 if head_seq < last else last,
-                f"the chain head records entry {head_seq} with hash {head_hash[:16]}, but the "
-                f"log ends at entry {last} with hash {self.prev[:16]} {_OUTSIDE}",
+                f"the chain head records entry {head_seq} with hash {visible(head_hash[:16])}, "
+                f"but the log ends at entry {last} with hash {self.prev[:16]} {_OUTSIDE}",
             )
         return None
 
@@ -420,7 +431,8 @@ class _Walk:
                     (
                         self.count + 1,
                         None,
-                        f"request {rid!r} has a stored record but no decision entry {_OUTSIDE}",
+                        f"request {_quoted(rid)} has a stored record but no decision entry "
+                        f"{_OUTSIDE}",
                     )
                 )
                 continue
@@ -432,9 +444,9 @@ class _Walk:
                     (
                         found.seq,
                         found.seq,
-                        f"request {rid!r} is stored after request {after[1]!r}, but its "
-                        f"decision entry {found.seq} comes before entry {after[0]} (the rows "
-                        f"were renumbered)",
+                        f"request {_quoted(rid)} is stored after request {_quoted(after[1])}, "
+                        f"but its decision entry {found.seq} comes before entry {after[0]} (the "
+                        f"rows were renumbered)",
                     )
                 )
             else:
@@ -442,7 +454,11 @@ class _Walk:
         for rid, decision in self.decisions.items():
             seq = decision.seq
             bad.append(
-                (seq, seq, f"decision entry {seq} names request {rid!r}, whose record is gone")
+                (
+                    seq,
+                    seq,
+                    f"decision entry {seq} names request {_quoted(rid)}, whose record is gone",
+                )
             )
         if bad:
             _, first, problem = min(bad, key=lambda b: (b[0], b[2]))
@@ -456,32 +472,32 @@ def _row_problem(row: StoredResponse, decision: _Decision) -> str | None:
     text = row.record
     if not isinstance(text, str):
         return (
-            f"the record of request {rid!r} is of type {_type_name(text)}, where solvi writes "
-            f"JSON text {_OUTSIDE}"
+            f"the record of request {_quoted(rid)} is of type {_type_name(text)}, where solvi "
+            f"writes JSON text {_OUTSIDE}"
         )
     if hashlib.sha256(text.encode()).hexdigest() != decision.stored:
         return (
-            f"the stored record of request {rid!r} does not match decision entry {seq} (the "
+            f"the stored record of request {_quoted(rid)} does not match decision entry {seq} (the "
             f"record was edited)"
         )
     record, unreadable = read_stored_json(text)
     if unreadable is None and not isinstance(record, dict):
         unreadable = f"is a JSON {_type_name(record)}, not an object"
     if unreadable is not None:
-        return f"the stored record of request {rid!r} {unreadable} {_OUTSIDE}"
+        return f"the stored record of request {_quoted(rid)} {unreadable} {_OUTSIDE}"
     for column in ("catalog", "catalog_version", "hash"):
         value, recorded = getattr(row, column), getattr(decision, column)
         if value != recorded:
             return (
-                f"the {column} column of request {rid!r} is {value!r}, but decision entry "
-                f"{seq} records {recorded!r} (the row was edited)"
+                f"the {column} column of request {_quoted(rid)} is {_quoted(value)}, but "
+                f"decision entry {seq} records {_quoted(recorded)} (the row was edited)"
             )
     if not _same_time(row.created, decision.created):
         when = row.created
         shown = when.astimezone(dt.UTC).isoformat() if isinstance(when, dt.datetime) else when
         return (
-            f"the created column of request {rid!r} is {shown!r}, but decision entry {seq} "
-            f"records {decision.created!r} (the row was edited)"
+            f"the created column of request {_quoted(rid)} is {_quoted(shown)}, but decision "
+            f"entry {seq} records {_quoted(decision.created)} (the row was edited)"
         )
     return None
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from solvi._targets import TARGET_HELP, TargetError, load_system
+from solvi._terminal import visible
 from solvi.catalog import Part
 from solvi.errors import RequestError, _closest
 from solvi.flow import Flow
@@ -324,14 +325,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
         shown = render(record)
         own, _ = record_hashes(record)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-        kind = type(exc).__name__
-        msg = f"{name} is a damaged decision record ({kind}: {exc}); {_FIX_SHOW}"
+        said = visible(f"{type(exc).__name__}: {exc}")
+        msg = f"{name} is a damaged decision record ({said}); {_FIX_SHOW}"
         raise _Failure(msg) from exc
     print(shown)
     if own != record["hash"]:
         print(
             f"solvi show: {name} was edited after it was made: it carries hash "
-            f"{str(record['hash'])[:12]}, its content gives {own[:12]}",
+            f"{visible(str(record['hash'])[:12])}, its content gives {own[:12]}",
             file=sys.stderr,
         )
         return 1

@@ -24,6 +24,7 @@ import attrs
 from solvi._run.scheduler import Run, by_declaration, drives, order_policy
 from solvi._run.steps import Cause, Node, Program
 from solvi._run.sync import Caller, Outcome, call_here, run_node
+from solvi._terminal import visible
 from solvi.catalog import Part
 from solvi.errors import RequestError, StoreError
 from solvi.extract import respond
@@ -75,8 +76,8 @@ class Difference:
     def __str__(self) -> str:
         if self.kind == "altered":
             return (
-                f"altered {self.name}: the record carries {str(self.stored)[:16]}, its "
-                f"content gives {self.replayed[:16]} (it was edited after it was made)"
+                f"altered {self.name}: the record carries {visible(str(self.stored)[:16])}, "
+                f"its content gives {self.replayed[:16]} (it was edited after it was made)"
             )
         if self.kind == "step":
             stored, replayed = _step_text(self.stored), _step_text(self.replayed)
@@ -92,7 +93,9 @@ class Difference:
             replayed = shortened({k: self.replayed[k] for k in fields if k in self.replayed}, 60)
         else:
             stored, replayed = shortened(self.stored, 60), shortened(self.replayed, 60)
-        return f"{self.kind} {self.name}: stored {stored}, replayed {replayed}"
+        if self.kind != "step":  # a step's text is made of shown parts already
+            stored, replayed = visible(stored), visible(replayed)
+        return f"{self.kind} {visible(self.name)}: stored {stored}, replayed {replayed}"
 
 
 @attrs.frozen
@@ -112,10 +115,15 @@ class ReplayResult:
     refused: str | None = None
 
     def lines(self) -> list[str]:
-        """One line per difference, or the refusal, each naming the request."""
-        out = [f"  {self.request_id}: {d}" for d in self.differences]
+        """One line per difference, or the refusal, each naming the request.
+
+        What the record holds (request id, names, values, messages) is shown through
+        `solvi._terminal.visible`: escaped, and cut when very long.
+        """
+        request = visible(self.request_id)
+        out = [f"  {request}: {d}" for d in self.differences]
         if self.refused is not None:
-            out.append(f"  {self.request_id}: refused: {self.refused}")
+            out.append(f"  {request}: refused: {visible(self.refused)}")
         return out
 
 
@@ -174,15 +182,17 @@ def summary_line(
 
 
 def _step_text(state: Mapping[str, Any] | None) -> str:
-    """A step's state as a reader says it: missing, ran (outcome), skipped (reason)."""
+    """A step's state as a reader says it: missing, ran (outcome), skipped (reason),
+    each text of the record shown through `visible`."""
     if state is None:
         return "missing"
     said = []
     if "outcome" in state:
         message = state.get("message")
-        said.append(f"ran ({state['outcome']}{': ' + str(message) if message else ''})")
+        told = f": {visible(message)}" if message else ""
+        said.append(f"ran ({visible(state['outcome'])}{told})")
     if "skipped" in state:
-        said.append(f"skipped ({state['skipped']})")
+        said.append(f"skipped ({visible(state['skipped'])})")
     return " and ".join(said)
 
 

@@ -23,6 +23,7 @@ from solvi._run.scheduler import (
     Run,
 )
 from solvi._run.steps import Program
+from solvi._terminal import visible
 from solvi.flow import Flow
 from solvi.record import canonical_json, record_hash, shortened, to_record_value
 from solvi.strategy import HeadPlan
@@ -438,42 +439,51 @@ _DEFAULT_ORDER_ENDS = tuple(
 def render(record: Mapping[str, Any], *, timings: bool = True) -> str:
     """Render a stored or fresh record as text (what `Response.show` and `solvi show` print).
 
-    When a learned order ran, the lines of `Trace.explain_order` close the view.
+    When a learned order ran, the lines of `Trace.explain_order` close the view. Every
+    text taken from the record is shown through `solvi._terminal.visible`: a request's
+    values, ids and error messages come from its caller, and escape sequences, bidi
+    controls or megabytes in them must not act on the terminal that shows them.
     """
     request_id = record.get("request_id")
     lines = [
-        f"{record['catalog']}"
-        + ("" if request_id is None else f"  request {request_id}")
-        + f"  hash {record['hash'][:12]}"
+        visible(record["catalog"])
+        + ("" if request_id is None else f"  request {visible(request_id)}")
+        + f"  hash {visible(record['hash'][:12])}"
         + ("" if record["early_exit"] else "  (whole flow)")
     ]
-    answers = record["answers"]
-    width = max((len(n) for n in answers), default=0)
-    for name, a in answers.items():
+    # a list: two names cut to the same text are still two answers
+    answers = [(visible(name), a) for name, a in record["answers"].items()]
+    width = max((len(n) for n, _ in answers), default=0)
+    for name, a in answers:
         value = "-" if a["status"] == "abstained" else shortened(a["value"], bare_text=True)
-        lines.append(f"  {name:<{width}}  {a['status']:<9}  {value:<8}  {a['reason']}")
+        lines.append(
+            f"  {name:<{width}}  {visible(a['status']):<9}  {visible(value):<8}  "
+            f"{visible(a['reason'])}"
+        )
     if record["steps"]:
         lines.append("steps")
-        pw = max(len(s["part"]) for s in record["steps"])
-        for s in record["steps"]:
-            extra = f"  {s['message']}" if s["message"] else ""
+        parts = [visible(s["part"]) for s in record["steps"]]
+        pw = max(len(p) for p in parts)
+        for part, s in zip(parts, record["steps"], strict=True):
+            extra = f"  {visible(s['message'])}" if s["message"] else ""
             took = f"  {s['duration_ms']:>9.3f} ms" if timings else ""
-            lines.append(f"  {s['part']:<{pw}}  {s['outcome']:<7}{took}{extra}".rstrip())
+            lines.append(f"  {part:<{pw}}  {visible(s['outcome']):<7}{took}{extra}".rstrip())
     if record["skipped"]:
         lines.append("skipped")
-        pw = max(len(p) for p, _ in record["skipped"])
-        for part, reason in record["skipped"]:
+        skipped = [(visible(p), visible(reason)) for p, reason in record["skipped"]]
+        pw = max(len(p) for p, _ in skipped)
+        for part, reason in skipped:
             lines.append(f"  {part:<{pw}}  {reason}")
     order = record.get("order") or []
     if order and not str(order[0]).endswith(_DEFAULT_ORDER_ENDS):
         # A learned order (or an order object) ran: say why each hard check ran when.
         lines.append("order")
-        lines.extend(f"  {n}. {line}" for n, line in enumerate(order, 1))
+        lines.extend(f"  {n}. {visible(line)}" for n, line in enumerate(order, 1))
     notes = record.get("notes") or []
     if notes:
         # A resumed request: what became of the steps its crash interrupted.
         lines.append("notes")
-        lines.extend(f"  {note}" for note in notes)
+        lines.extend(f"  {visible(note)}" for note in notes)
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ import datetime as dt
 import sys
 
 from solvi._targets import TARGET_HELP, TargetError, load_system
+from solvi._terminal import visible
 from solvi.audit import verify
 from solvi.errors import SolviError
 from solvi.replay import iter_replays, summary_line
@@ -67,11 +68,11 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if report.ok:
-        sys.stdout.write(f"{args.store}: {report}\n")
+        sys.stdout.write(f"{visible(args.store)}: {report}\n")
         return EXIT_OK
     where = "" if report.first_bad is None else f"first bad entry {report.first_bad}: "
     sys.stdout.write(
-        f"{args.store}: audit log TAMPERED: {where}{report.problem} "
+        f"{visible(args.store)}: audit log TAMPERED: {where}{report.problem} "
         f"({report.entries} entries read)\n"
     )
     return EXIT_BROKEN

@@ -175,6 +175,47 @@ def test_a_deleted_record_is_named(db: Backend, store: Store, system: System) ->
     assert report.problem == f"decision entry 5 names request 'r4', whose record is gone; {NEXT}"
 
 
+def test_a_problem_shows_what_it_read_escaped_and_cut(
+    db: Backend, store: Store, system: System
+) -> None:
+    """A prev_hash edited to hold escape sequences shows them escaped; a request id of
+    ten megabytes, stored without a decision entry, shows cut with a count of the rest."""
+    _fill(store, system)
+    seq, kind, rid, payload = db.sql(
+        "SELECT seq, kind, request_id, payload FROM solvi_audit WHERE seq = 2"
+    )[0]
+    bad = "\x1b[2J\x1b]0;x\x07"
+    db.sql(
+        "UPDATE solvi_audit SET prev_hash = %s, hash = %s WHERE seq = 2",
+        (bad, entry_hash(bad, seq, kind, rid, payload)),
+    )
+    report = verify(store)
+    assert report.problem == (
+        "entry 2 does not chain to entry 1: its prev_hash is \\x1b[2J\\x1b]0;x\\x07, entry 1 "
+        f"hashes to {report.last_hash[:16]} (an entry was replaced or entries were "
+        f"reordered); {NEXT}"
+    )
+    db.sql(
+        "UPDATE solvi_audit SET prev_hash = %s, hash = %s WHERE seq = 2",
+        (report.last_hash, entry_hash(report.last_hash, seq, kind, rid, payload)),
+    )
+    assert verify(store).ok
+    row = db.sql(
+        "SELECT catalog, catalog_version, hash, created, record FROM solvi_responses "
+        "WHERE request_id = 'r1'"
+    )[0]
+    db.sql(
+        "INSERT INTO solvi_responses (request_id, catalog, catalog_version, hash, created, "
+        "record) VALUES (%s, %s, %s, %s, %s, %s)",
+        ("Z" * 10_000_000, *row),
+    )
+    report = verify(store)
+    assert report.problem == (
+        f"request '{'Z' * 999}... (9,999,002 more characters) has a stored record but no "
+        f"decision entry (written outside solvi); {NEXT}"
+    )
+
+
 def test_eight_threads_with_own_connections_extend_one_chain(db: Backend, system: System) -> None:
     """Concurrent appends from 8 threads, each with its own store, never fork the chain."""
     record = system.ask({"policy_id": "P-3", "claim": {"model_down": True}}).record

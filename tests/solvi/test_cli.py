@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flows.echo import HOSTILE, HOSTILE_SHOWN, echo_system
 
 from solvi import Catalog, Question, Response, System, cli
 from solvi.cli import main
@@ -449,6 +450,43 @@ def test_show_prints_a_resumed_records_request_id_and_notes() -> None:
     lines = render(record).splitlines()
     assert lines[0].startswith("orders  request r-7  hash ")
     assert lines[-2:] == ["notes", "  score was interrupted; re-run"]
+
+
+def test_show_prints_what_a_stranger_wrote_escaped_and_cut(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A record file whose request text, request id, notes and hash hold escape
+    sequences, a carriage return, a bidi override, line breaks and ten megabytes
+    prints them escaped and cut: nothing reaches the terminal as a control."""
+    res = echo_system().ask({"text": HOSTILE})
+    record = json.loads(res.to_json())
+    record["request_id"] = "B" * 10_000_000
+    record["notes"] = [HOSTILE]
+    record["hash"] = "\x1b[2J\x1b[H" + res.hash
+    path = tmp_path / "decision.json"
+    path.write_text(json.dumps(record))
+    status, out, err = _run(capsys, "show", str(path))
+    s = HOSTILE_SHOWN
+    assert status == 1
+    assert out == (
+        f"echo  request {'B' * 1000}... (9,999,000 more characters)  hash "
+        f"\\x1b[2J\\x1b[H{res.hash[:5]}\n"
+        f"  mood  abstained  -         checked: checked raised ValueError: {s}\n"
+        f"  said  decided    {s}  rule said\n"
+        "steps\n"
+        f"  echoed   ok       {record['steps'][0]['duration_ms']:>9.3f} ms\n"
+        f"  checked  error    {record['steps'][1]['duration_ms']:>9.3f} ms  ValueError: {s}\n"
+        f"  said     ok       {record['steps'][2]['duration_ms']:>9.3f} ms\n"
+        "skipped\n"
+        f"  mood  inputs missing: checked (checked raised ValueError: {s})\n"
+        "notes\n"
+        f"  {s}\n"
+    )
+    own, _ = record_hashes(record)
+    assert err == (
+        f"solvi show: '{path}' was edited after it was made: it carries hash "
+        f"\\x1b[2J\\x1b[H{res.hash[:5]}, its content gives {own[:12]}\n"
+    )
 
 
 def test_show_reads_standard_input(

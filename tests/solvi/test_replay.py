@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+from flows.echo import HOSTILE, HOSTILE_SHOWN, echo_system
 from flows.loans import loans_system
 from stores import Backend
 
@@ -296,6 +298,54 @@ def test_an_answer_difference_shows_the_fields_that_differ(
     settings["limit"] = 60
     (difference, *_) = replay(loans, "adult", store=store).differences
     assert str(difference) == 'answer approve: stored {"value": true}, replayed {"value": false}'
+
+
+def test_replay_lines_show_what_a_stranger_wrote_escaped() -> None:
+    """A request id and a step's error holding escape sequences, a carriage return, a
+    bidi override and a line break print escaped, each difference on its own line:
+    none can move the cursor, retitle the window or pass for another line."""
+    record = echo_system().ask({"text": HOSTILE}).record
+    result = attrs.evolve(replay(echo_system("x"), record), request_id="r-" + HOSTILE)
+    lines = result.lines()
+    s = HOSTILE_SHOWN
+    assert lines[4:6] == [
+        f"  r-{s}: step checked: stored ran (error: ValueError: {s}), replayed ran (error: "
+        f"ValueError: x{s})",
+        f"  r-{s}: step mood: stored skipped (inputs missing: checked (checked raised "
+        f"ValueError: {s})), replayed skipped (inputs missing: checked (checked raised "
+        f"ValueError: x{s}))",
+    ]
+    assert len(lines) == len(result.differences) == 7
+    assert all(line.isprintable() for line in lines)
+
+
+def test_replay_lines_cut_a_very_long_request_id_and_message() -> None:
+    """Ten megabytes in a request id or an error message print as 1,000 characters and
+    a count of the rest."""
+    stored = {"outcome": "error", "message": "A" * 10_000_000}
+    difference = Difference("step", "checked", stored, {"outcome": "ok", "message": None})
+    result = ReplayResult("B" * 10_000_000, same=False, differences=(difference,))
+    assert result.lines() == [
+        f"  {'B' * 1000}... (9,999,000 more characters): step checked: stored ran (error: "
+        f"{'A' * 1000}... (9,999,000 more characters)), replayed ran (ok)"
+    ]
+
+
+def test_a_refusal_and_an_altered_hash_from_a_record_are_shown_escaped(loans: System) -> None:
+    """A record whose catalog version and hash were edited to hold escape sequences is
+    refused, and reported altered, in text that shows them escaped."""
+    record = dict(loans.ask(ADULT).record, catalog_version="\x1b[2J\x1b]0;x\x07")
+    (line,) = ReplayResult("r", same=False, refused=replay(loans, record).refused).lines()
+    assert line == (
+        "  r: refused: the record is from catalog version \\x1b[2J\\x1b]0;x\\x07, this "
+        f"System runs version {loans.version}; replay it with the catalog as it was then"
+    )
+    altered = Difference("altered", "hash", "\x1b[2J\x1b[H" + "0" * 64, "f" * 64)
+    assert str(altered) == (
+        "altered hash: the record carries \\x1b[2J\\x1b[H000000000, its content gives "
+        + "f" * 16
+        + " (it was edited after it was made)"
+    )
 
 
 def test_a_refusal_names_the_parts_the_catalog_no_longer_has(

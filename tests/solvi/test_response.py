@@ -8,6 +8,7 @@ import json
 import anyio
 import pytest
 from flows.claims_small import Calls, claims_catalog
+from flows.echo import HOSTILE, HOSTILE_SHOWN, echo_system
 
 from solvi import Answer, Question, Response, System
 from solvi.response import RECORD_FORMAT, render
@@ -111,6 +112,41 @@ def test_show_without_timings_is_the_same_text_on_every_run(lapsed: Response) ->
         "  fraud_rules  not needed: fraud_score came from fraud_model\n"
         "  approve      not needed: hard check policy_in_force failed"
     )
+
+
+def test_show_escapes_what_a_caller_wrote_and_the_record_keeps_it_exact() -> None:
+    """Escape sequences, a carriage return, a bidi override and a line break in a
+    request's text are shown escaped, each where the record holds them; the record, its
+    JSON and its hash hold the text exact."""
+    res = echo_system().ask({"text": HOSTILE})
+    record = res.record | {"request_id": "r-" + HOSTILE}
+    s = HOSTILE_SHOWN
+    assert render(record, timings=False) == (
+        f"echo  request r-{s}  hash {res.hash[:12]}\n"
+        f"  said  decided    {s}  rule said\n"
+        f"  mood  abstained  -         checked: checked raised ValueError: {s}\n"
+        "steps\n"
+        "  echoed   ok\n"
+        f"  checked  error    ValueError: {s}\n"
+        "  said     ok\n"
+        "skipped\n"
+        f"  mood  inputs missing: checked (checked raised ValueError: {s})"
+    )
+    stored = json.loads(res.to_json())
+    assert stored["input"]["text"] == stored["answers"]["said"]["value"] == HOSTILE
+    assert stored["steps"][1]["message"] == f"ValueError: {HOSTILE}"
+    assert stored["hash"] == res.hash
+
+
+def test_show_cuts_a_very_long_value_and_says_how_much() -> None:
+    """A ten-megabyte error message shows as its first 1,000 characters and a count of
+    the rest, not as ten megabytes of terminal."""
+    res = echo_system().ask({"text": "A" * 10_000_000})
+    steps = res.show(timings=False).splitlines()[4:6]
+    assert steps == [
+        "  echoed   ok",
+        "  checked  error    ValueError: " + "A" * 988 + "... (9,999,012 more characters)",
+    ]
 
 
 @pytest.mark.parametrize("driver", ["ask", "aask"])

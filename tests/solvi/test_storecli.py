@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from flows.echo import HOSTILE, HOSTILE_SHOWN, echo_system
 
 from solvi.storage import open_store
 from solvi.storecli import (
@@ -181,3 +182,75 @@ def test_replay_refuses_bad_options_with_status_2(
     args = argparse.Namespace(target=f"{target}:system", store=store, since=since, strict=False)
     assert cmd_replay(args) == EXIT_USAGE
     assert capsys.readouterr().err == message.format(target=target)
+
+
+# -- what a stranger wrote -------------------------------------------------------------
+
+#: `solvi._terminal.visible` of a request id and a store path holding escape sequences
+RID, RID_SHOWN = "r\x1b]0;pwned\x07\r", "r\\x1b]0;pwned\\x07\\r"
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[Path, Path]:
+    """A target answering with flows.echo after a prefix "x", and a store whose path and
+    one request hold escape sequences, written by echo with no prefix."""
+    target = tmp_path / "echo_target.py"
+    target.write_text("from flows.echo import echo_system\n\nsystem = echo_system('x')\n")
+    path = tmp_path / "s\x1b[2J.db"
+    store = open_store(path)
+    store.save_response(echo_system().ask({"text": HOSTILE}).record, request_id=RID)
+    store.close()
+    return target, path
+
+
+def test_replay_prints_a_strangers_text_escaped_and_its_summary_last(
+    hostile: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every line names the request and shows its error escaped; no line holds a
+    control character, so none can overwrite or hide the summary."""
+    target, path = hostile
+    args = argparse.Namespace(target=f"{target}:system", store=str(path), since=None, strict=False)
+    assert cmd_replay(args) == EXIT_BROKEN
+    lines = capsys.readouterr().out.splitlines()
+    s = HOSTILE_SHOWN
+    assert (
+        f"  {RID_SHOWN}: step checked: stored ran (error: ValueError: {s}), replayed ran "
+        + (f"(error: ValueError: x{s})")
+        in lines
+    )
+    assert len(lines) == 8
+    assert all(line.startswith(f"  {RID_SHOWN}: ") for line in lines[:-1])
+    assert re.fullmatch(
+        r"replayed 1 records of catalog echo \(version [0-9a-f]{16}\): 0 same, 1 different, "
+        r"0 refused",
+        lines[-1],
+    )
+    assert all(line.isprintable() for line in lines)
+
+
+def test_verify_prints_a_strangers_request_id_and_an_edited_hash_escaped(
+    hostile: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store's path, a request id and a chain head edited to hold escape sequences
+    come out escaped in the TAMPERED line."""
+    _, path = hostile
+    shown = str(path).replace("\x1b", "\\x1b")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE solvi_responses SET record = replace(record, 'echo', 'ohce')")
+    conn.close()
+    assert cmd_audit_verify(argparse.Namespace(store=str(path))) == EXIT_BROKEN
+    assert capsys.readouterr().out.startswith(
+        f"{shown}: audit log TAMPERED: first bad entry 1: the stored record of request "
+        f"'{RID_SHOWN}' does not match decision entry 1 (the record was edited); "
+    )
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE solvi_audit_head SET hash = ?", ("\x1b]0;pwned\x07" + "0" * 60,))
+    conn.close()
+    assert cmd_audit_verify(argparse.Namespace(store=str(path))) == EXIT_BROKEN
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"{shown}: audit log TAMPERED: first bad entry 2: the chain head records entry 2 with "
+        "hash \\x1b]0;pwned\\x07000000, but the log ends at entry 2 with hash "
+    )
+    assert out.endswith("\n")
+    assert out[:-1].isprintable()
