@@ -32,7 +32,7 @@ from solvi.mistakes import SolviWarning, key_typos, ungoverning_checks
 from solvi.response import record_hashes, render
 from solvi.serve import add_serve_command
 from solvi.storecli import add_store_commands
-from solvi.strategy import cycle_text, fact_cycles, reachable_facts
+from solvi.strategy import cycle_text, each_reachable_facts, fact_cycles
 from solvi.system import System
 
 __all__ = ["main"]
@@ -71,7 +71,13 @@ def _distinct_cycles(producers: Mapping[str, list[Part]]) -> list[list[str]]:
 def _check_report(target: str, system: System) -> dict[str, Any]:
     parts = [p for p in system.catalog.parts if p.kind != "extract"]
     producers = _producers(parts)
-    reached = {q.name: reachable_facts(q, parts) for q in system.questions}
+    reached = dict(
+        zip(
+            (q.name for q in system.questions),
+            each_reachable_facts(system.questions, parts),
+            strict=True,
+        )
+    )
     keys: dict[str, list[str]] = {}
     for q in system.questions:
         for fact in sorted(reached[q.name]):
