@@ -1,4 +1,6 @@
-"""Use a module's checks as hard checks in a solvi catalog (the only place that imports solvi).
+"""Use a module's checks as hard checks in a solvi catalog (the only place that builds on
+solvi's API; the command line and certificate problems borrow only its `visible`, when
+they print a name from a file).
 
 The decision parts are pure: the entity's chart state comes in with the request and the
 state reached goes out as a fact, so a stored request replays to the same answer and the

@@ -1,4 +1,10 @@
-"""The ``grounded-decision`` command: run the examples, check a policy, solve a parity game."""
+"""The ``grounded-decision`` command: run the examples, check a policy, solve a parity game.
+
+A path given to the command and what a policy or game file holds (a vertex's name, a
+misspelt policy name) are shown through `solvi._terminal.visible`: a file named
+``pol\x1b]0;pwned\x07.txt`` does not retitle the terminal, and a name of ten megabytes
+does not flood it. ``--json`` output keeps them exact.
+"""
 
 from __future__ import annotations
 
@@ -84,6 +90,16 @@ def _on_stdout(write: Callable[[], None]) -> None:
         raise _Failure(msg) from exc
 
 
+def _visible(text: object) -> str:
+    """``text`` as `solvi._terminal.visible` shows it on a terminal: escaped, and cut
+    when very long."""
+    # imported on first use: loading solvi costs about 0.17 s, which ``examples``,
+    # ``--json`` and ``--mermaid`` (they show no path) need not pay
+    from solvi._terminal import visible
+
+    return visible(text)
+
+
 def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
 
@@ -105,7 +121,7 @@ def _read_text(
     limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
     data = _read_bytes(path, limit)
     if len(data) > limit:
-        msg = f"cannot read {path}: larger than {_size(limit)}, the most read"
+        msg = f"cannot read {_visible(path)}: larger than {_size(limit)}, the most read"
         if option is not None:
             msg += f"; pass {option} N to read up to N bytes"
         raise _Failure(msg)
@@ -117,8 +133,8 @@ def _read_text(
         before = data[skip:offset].decode("utf-8")  # valid up to the bad byte
         line = len(breaks.findall(before)) + 1
         msg = (
-            f"{path}:{line}: not UTF-8 text: byte 0x{data[offset]:02x} at offset {offset};"
-            " save the file as UTF-8"
+            f"{_visible(path)}:{line}: not UTF-8 text: byte 0x{data[offset]:02x}"
+            f" at offset {offset}; save the file as UTF-8"
         )
         raise _Failure(msg) from exc
 
@@ -139,12 +155,12 @@ def _read_bytes(path: str, limit: int) -> bytes:
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror or exc}"
+        msg = f"cannot read {_visible(path)}: {exc.strerror or _visible(exc)}"
         raise _Failure(msg) from exc
     kind = _file_kind(os.fstat(fd).st_mode)
     if kind is not None:
         os.close(fd)
-        msg = f"cannot read {path}: it is {kind}, not a regular file; give a file's path"
+        msg = f"cannot read {_visible(path)}: it is {kind}, not a regular file; give a file's path"
         raise _Failure(msg)
     with os.fdopen(fd, "rb", buffering=0) as handle:
         chunks: list[bytes] = []
@@ -157,7 +173,7 @@ def _read_bytes(path: str, limit: int) -> bytes:
                 chunks.append(chunk)
                 got += len(chunk)
         except OSError as exc:
-            msg = f"cannot read {path}: {exc.strerror or exc}"
+            msg = f"cannot read {_visible(path)}: {exc.strerror or _visible(exc)}"
             raise _Failure(msg) from exc
     return b"".join(chunks)
 
@@ -182,12 +198,12 @@ def _check_writable(path: str) -> None:
     if target.is_dir():
         reason = "it is a directory"
     elif not folder.is_dir():
-        reason = f"there is no directory {folder}"
+        reason = f"there is no directory {_visible(folder)}"
     elif not os.access(target if target.exists() else folder, os.W_OK):
         reason = "permission denied"
     else:
         return
-    msg = f"cannot write {path}: {reason}; choose another --solution path"
+    msg = f"cannot write {_visible(path)}: {reason}; choose another --solution path"
     raise _Failure(msg)
 
 
@@ -195,7 +211,7 @@ def _write_text(path: str, text: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
-        msg = f"cannot write {path}: {exc.strerror or exc}"
+        msg = f"cannot write {_visible(path)}: {exc.strerror or _visible(exc)}"
         raise _Failure(msg) from exc
 
 
@@ -244,8 +260,9 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = 
         expr = parse(text, max_states=MAX_POLICY_STATES)
     except PolicySyntaxError as exc:
         where = f"policy line {exc.line}, column {exc.column}: "
-        text = str(exc).removeprefix(where)
-        print(f"{PROG}: {path}:{exc.line}:{exc.column}: {text}", file=sys.stderr)
+        # the message quotes the policy's text: a name of ten megabytes is cut
+        text = _visible(str(exc).removeprefix(where))
+        print(f"{PROG}: {_visible(path)}:{exc.line}:{exc.column}: {text}", file=sys.stderr)
         return 1
     module = Module.from_expr(Path(path).stem, expr, NO_LIMITS if no_limits else None)
     if mermaid:
@@ -255,14 +272,14 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = 
     if as_json:
         _out(json.dumps([c.to_dict() for c in channels], indent=2, sort_keys=True))
     else:
-        _out(f"policy {path}: {expr}")
+        _out(f"policy {_visible(path)}: {_visible(expr)}")
         for channel in channels:
             _out(format_channel(channel))
     limit = next((c.metrics.get("limit") for c in channels if c.metrics.get("limit")), None)
     if limit is not None:
         print(
-            f"{PROG}: {path}: the game check was refused by Limits.{limit}, not failed; "
-            f"run with --no-limits to solve it whatever its size",
+            f"{PROG}: {_visible(path)}: the game check was refused by Limits.{limit},"
+            " not failed; run with --no-limits to solve it whatever its size",
             file=sys.stderr,
         )
         return REFUSED
@@ -270,8 +287,10 @@ def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = 
 
 
 def _located(path: str, exc: PgsolverFormatError) -> _Failure:
-    """``path:line: message``, the line named once (the reader's ``line N:`` dropped)."""
-    return _Failure(f"{path}:{exc.line}: {str(exc).removeprefix(f'line {exc.line}: ')}")
+    """``path:line: message``, the line named once (the reader's ``line N:`` dropped);
+    the message may quote the file (a long list of successors), so it is cut too."""
+    message = str(exc).removeprefix(f"line {exc.line}: ")
+    return _Failure(f"{_visible(path)}:{exc.line}: {_visible(message)}")
 
 
 def _read_game(path: str, max_bytes: int | None = None) -> tuple[GameGraph, tuple[int, ...]]:
@@ -317,9 +336,12 @@ def _check_solution(path: str, solution: str, *, max_bytes: int | None, as_json:
         }
         _out(json.dumps(report, indent=2, sort_keys=True))
     elif verdict.valid:
-        _out(f"{solution}: certificate: verified for {path} ({len(game)} vertices)")
+        _out(
+            f"{_visible(solution)}: certificate: verified for {_visible(path)}"
+            f" ({len(game)} vertices)"
+        )
     else:
-        _out(f"{solution}: certificate: {verdict.problem}")
+        _out(f"{_visible(solution)}: certificate: {verdict.problem}")
     return 0 if verdict.valid else 3
 
 
@@ -340,7 +362,7 @@ def _solve_game(
     try:
         solved = solve_parity(game, limits, algorithm=algorithm)
     except ParityUnsolved as exc:
-        print(f"{PROG}: {path}: {_gave_up(exc)}", file=sys.stderr)
+        print(f"{PROG}: {_visible(path)}: {_gave_up(exc)}", file=sys.stderr)
         return REFUSED
     seconds = time.perf_counter() - started
     if solution is not None:
@@ -365,7 +387,7 @@ def _solve_game(
         _out(json.dumps(report, indent=2, sort_keys=True))
     else:
         _out(
-            f"{path}: {len(game)} vertices, {solved.algorithm} in {seconds:.3f} s;"
+            f"{_visible(path)}: {len(game)} vertices, {solved.algorithm} in {seconds:.3f} s;"
             f" Even wins {even}, Odd wins {len(game) - even};"
             f" vertex {ids[game.start]} is won by {'Even' if start_winner == 0 else 'Odd'}"
         )
@@ -539,7 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     except GroundedDecisionError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        # a policy's names are in its compile errors: a long one is cut
+        print(f"{PROG}: {_visible(exc)}", file=sys.stderr)
         return 1
     return code
 

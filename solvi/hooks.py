@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
+from solvi._terminal import visible
 from solvi.errors import _described
 
 __all__ = [
@@ -222,10 +223,23 @@ def told_finished(run: Any, response: Any) -> None:
         run.request_ended("ok", response.answers)
 
 
+def _logged(text: str | None) -> str | None:
+    """A text field of a logged event through `visible`: a part's error message or a
+    request id comes from a stranger, and a renderer other than structlog's console
+    one writes it as it is (logfmt an escape sequence, JSON a bidi override), all ten
+    megabytes of it."""
+    return None if text is None else visible(text)
+
+
 class StructlogHook:
     """Structured events through a structlog logger: ``step`` (debug) per call,
     ``safeguard`` (warning) per call that did not return, ``request`` (info) per
-    request, each bound to the catalog."""
+    request, each bound to the catalog.
+
+    Text fields (the catalog, request id, part, message and the answers' questions)
+    are logged as `solvi._terminal.visible` shows them: what a terminal would act on
+    escaped, and cut past 1,000 characters. The record keeps them exact.
+    """
 
     def __init__(self, logger: Any = None) -> None:
         if logger is None:
@@ -236,13 +250,19 @@ class StructlogHook:
 
     def step_finished(self, event: StepEvent) -> None:
         """Log the call, and a safeguard when it did not return a value."""
-        log = self.logger.bind(catalog=event.catalog, request_id=event.request_id)
+        log = self._bound(event.catalog, event.request_id)
         duration_ms = None if event.duration is None else event.duration * 1000
-        log.debug("step", part=event.part, outcome=event.outcome, duration_ms=duration_ms)
+        part = visible(event.part)
+        log.debug("step", part=part, outcome=event.outcome, duration_ms=duration_ms)
         if event.failed:
-            log.warning("safeguard", kind=event.outcome, part=event.part, message=event.message)
+            log.warning("safeguard", kind=event.outcome, part=part, message=_logged(event.message))
 
     def request_finished(self, event: RequestEvent) -> None:
         """Log the request with each question's status."""
-        log = self.logger.bind(catalog=event.catalog, request_id=event.request_id)
-        log.info("request", outcome=event.outcome, answers=dict(event.answers))
+        log = self._bound(event.catalog, event.request_id)
+        answers = {visible(name): visible(status) for name, status in event.answers}
+        log.info("request", outcome=event.outcome, answers=answers)
+
+    def _bound(self, catalog: str, request_id: str | None) -> Any:
+        """The logger bound to the event's catalog and request id."""
+        return self.logger.bind(catalog=visible(catalog), request_id=_logged(request_id))

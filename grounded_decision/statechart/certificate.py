@@ -18,6 +18,7 @@ exactly the winning regions (parity games are determined).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import attrs
 
@@ -26,6 +27,20 @@ from grounded_decision.statechart.game import GameGraph
 
 __all__ = ["Certificate", "check_certificate", "verify_certificate"]
 
+#: how many characters of a vertex name or a strategy value one problem shows: the
+#: names come from the game file, and a name of ten megabytes must not make a problem
+#: (and the line a command prints of it) of ten megabytes
+_SHOWN: Final = 200
+
+
+def _shown(value: object) -> str:
+    """``value`` as ``repr`` writes it, cut past ``_SHOWN`` characters with a note."""
+    # imported here, not at the top: checking a certificate loads no solvi until a
+    # problem has a value to show
+    from solvi._terminal import visible
+
+    return visible(repr(value), _SHOWN)
+
 
 @attrs.frozen
 class Certificate:
@@ -33,7 +48,8 @@ class Certificate:
 
     Parameters:
         valid: whether the strategies prove the regions.
-        problem: what is wrong, naming a vertex, when not valid.
+        problem: what is wrong, naming a vertex, when not valid (a vertex's name and
+            a strategy value as ``repr`` writes them, cut past 200 characters).
         vertex: that vertex, when there is one.
 
     .. versionadded:: Unreleased
@@ -56,16 +72,17 @@ class _Labels:
         return str(v if self.ids is None else self.ids[v])
 
     def vertex(self, v: int) -> str:
-        """``vertex ID ('name')``; the name is left out when it only repeats the id."""
+        """``vertex ID ('name')``; the name is left out when it only repeats the id, and
+        cut past ``_SHOWN`` characters."""
         label = self.of(v)
         name = self.game.names[v]
-        return f"vertex {label}" if name == label else f"vertex {label} ({name!r})"
+        return f"vertex {label}" if name == label else f"vertex {label} ({_shown(name)})"
 
     def pick(self, move: object) -> str:
         """A strategy entry: a vertex by its label, anything else as given."""
         if isinstance(move, int) and not isinstance(move, bool) and 0 <= move < len(self.game):
             return self.of(move)
-        return repr(move)
+        return _shown(move)
 
 
 def _checked_ids(game: GameGraph, ids: Sequence[int] | None) -> Sequence[int] | None:
@@ -118,7 +135,7 @@ def check_certificate(
     for v in range(n):
         side = winner[v]
         if side not in (0, 1):
-            return Certificate(False, f"{label.vertex(v)} has winner {side!r}; use 0 or 1", v)
+            return Certificate(False, f"{label.vertex(v)} has winner {_shown(side)}; use 0 or 1", v)
         if owner[v] == side:
             move = strategy[v]
             if move == -1:

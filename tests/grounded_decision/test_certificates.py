@@ -179,3 +179,37 @@ def test_a_missing_pick_says_so() -> None:
         "vertex 0 ('v0'): its owner wins it but has no pick (-1);"
         " give the successor the owner moves to"
     )
+
+
+def test_a_huge_or_hostile_name_or_value_is_escaped_and_cut_in_the_problem() -> None:
+    """A vertex name is shown as repr writes it, cut past 200 characters, so a name of
+    megabytes makes a short problem; a printable name within the width stays whole."""
+    name = "\u202e" + "A" * 100_000
+    game = GameGraph(
+        names=(name, "b\x1b]0;x\x07"),
+        start=0,
+        edges=(((1, "e", 0.0),), ((0, "e", 0.0),)),
+        priority=(0, 0),
+        owner=(0, 0),
+    )
+    shown = "'\\u202e" + "A" * 193 + "... (99,808 more characters)"
+    verdict = check_certificate(game, [0, 0], [0, 0])
+    assert verdict.problem == f"vertex 0 ({shown}): its winner picks 0, not a successor"
+    assert verdict.vertex == 0
+    # a str where an int belongs: a caller's mistake, which the problem quotes
+    picked = check_certificate(game, [0, 0], [1, "z" * 500])  # type: ignore[list-item]
+    assert picked.problem == (
+        f"vertex 1 ('b\\x1b]0;x\\x07'): its winner picks '{'z' * 199}... (302 more"
+        " characters), not a successor"
+    )
+    side = check_certificate(game, ["w" * 300, 0], [1, 0])  # type: ignore[list-item]
+    assert side.problem == (
+        f"vertex 0 ({shown}) has winner '{'w' * 199}... (102 more characters); use 0 or 1"
+    )
+    readable = GameGraph(
+        names=("n" * 198,), start=0, edges=(((0, "e", 0.0),),), priority=(1,), owner=(0,)
+    )
+    assert check_certificate(readable, [0], [0]).problem == (
+        f"vertex 0 ('{'n' * 198}') lies on a cycle in player 0's region whose top"
+        " priority 1 is the opponent's"
+    )

@@ -500,3 +500,102 @@ def test_a_game_with_cr_only_line_ends_is_solved(
     path.write_bytes(IDS.replace("\n", "\r").encode())
     assert main(["solve", str(path)]) == 0
     assert "vertex 7 is won by Even" in capsys.readouterr().out
+
+
+#: a file name that retitles a terminal printing it raw, and that name as shown
+HOSTILE = "pol\x1b]0;pwned\x07"
+SHOWN = "pol\\x1b]0;pwned\\x07"
+
+
+def test_check_shows_a_hostile_file_name_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path holding an escape sequence is escaped in the report, a syntax error and a
+    read error, so it cannot act on the terminal."""
+    good = tmp_path / f"{HOSTILE}.policy"
+    good.write_text("test(ping) ; act(page)\n", encoding="utf-8")
+    assert main(["check", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"policy {tmp_path}/{SHOWN}.policy: test(ping) ; act(page)"
+    assert "\x1b" not in out
+    bad = tmp_path / f"{HOSTILE}.bad"
+    bad.write_text("test(ping) ;\n", encoding="utf-8")
+    assert main(["check", str(bad)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {tmp_path}/{SHOWN}.bad:2:1: expected test(...), act(...) or '(',"
+        " got end of policy; a step is missing here\n"
+    )
+    assert main(["check", str(tmp_path / f"{HOSTILE}\r.none")]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: cannot read {tmp_path}/{SHOWN}\\r.none: No such file or directory\n"
+    )
+
+
+def test_solve_shows_hostile_file_names_escaped_and_json_keeps_them_exact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """solve and solve --check escape the game's and the solution's paths in their
+    lines; --json gives them exactly, as JSON escapes them."""
+    game, sol = tmp_path / f"{HOSTILE}.pg", tmp_path / f"{HOSTILE}.sol"
+    game.write_text(IDS, encoding="utf-8")
+    sol.write_text(IDS_SOLUTION, encoding="utf-8")
+    assert main(["solve", str(game), "--check", str(sol)]) == 0
+    assert capsys.readouterr().out == (
+        f"{tmp_path}/{SHOWN}.sol: certificate: verified for {tmp_path}/{SHOWN}.pg (4 vertices)\n"
+    )
+    assert main(["solve", str(game), "--check", str(sol), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    report = json.loads(out)
+    assert (report["game"], report["solution"]) == (str(game), str(sol))
+    assert main(["solve", str(game)]) == 0
+    assert capsys.readouterr().out.startswith(f"{tmp_path}/{SHOWN}.pg: 4 vertices, ")
+    sol.write_text(IDS_SOLUTION.replace("7 0 3;", "7 0 99;"), encoding="utf-8")
+    assert main(["solve", str(game), "--check", str(sol)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {tmp_path}/{SHOWN}.sol:5: vertex 7's strategy moves to 99,"
+        " not a vertex; check it\n"
+    )
+
+
+def test_a_huge_vertex_name_makes_a_short_certificate_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A vertex name of a megabyte is cut to 200 characters in the problem --check prints,
+    and in --json's problem, not printed whole."""
+    game = _game(tmp_path, f'parity 1;\n0 1 0 1 "{"A" * 1_000_000}";\n1 1 0 0;\n')
+    sol = tmp_path / "bad.sol"
+    sol.write_text("paritysol 1;\n0 0 0;\n1 0 0;\n", encoding="utf-8")
+    problem = (
+        f"vertex 0 ('{'A' * 199}... (999,802 more characters)): its winner picks 0, not a successor"
+    )
+    assert main(["solve", str(game), "--check", str(sol)]) == 3
+    assert capsys.readouterr().out == f"{sol}: certificate: {problem}\n"
+    assert main(["solve", str(game), "--check", str(sol), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["problem"] == problem
+
+
+def test_a_huge_name_in_a_policy_or_game_error_is_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error quoting the file (a stray name, a clashing action, successors without
+    commas) shows 1,000 characters of its message and says how many more there were."""
+    path = tmp_path / "long.policy"
+    path.write_text("test(a) ; " + "N" * 5000, encoding="utf-8")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {path}:1:11: expected test(...), act(...) or '(', got"
+        f" '{'N' * 958}... (4,089 more characters)\n"
+    )
+    path.write_text(f"test(a) ; (act({'X' * 5000}) | act(y))", encoding="utf-8")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: policy 'long': one state can propose both"
+        f" '{'X' * 957}... (4,130 more characters)\n"
+    )
+    game = _game(tmp_path, f"parity 1;\n0 1 0 {' '.join(['1'] * 1000)};\n")
+    assert main(["solve", str(game)]) == 1
+    assert capsys.readouterr().err == (
+        f"grounded-decision: {game}:2: vertex 0 lists successors"
+        f" '{'1 ' * 486}1... (1,052 more characters)\n"
+    )

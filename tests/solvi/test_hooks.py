@@ -9,9 +9,11 @@ from typing import Any
 
 import anyio
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from solvi import Catalog, Question, RequestEvent, StepEvent, System
-from solvi.hooks import HookTable
+from solvi.hooks import HookTable, StructlogHook
 
 
 class Recorder:
@@ -450,3 +452,61 @@ def test_an_extract_that_never_ran_is_no_step() -> None:
     told = {part for kind, part, _ in _kinds(recorder) if kind == "step_started"}
     assert told == {"amount", "unsigned"}
     assert ("step_finished", "amount", "error") in _kinds(recorder)
+
+
+def test_the_structlog_hook_logs_hostile_text_escaped_and_cut() -> None:
+    """A part's error message and a request id come from strangers: the logged events
+    hold them escaped and cut past 1,000 characters, so a JSON renderer writes neither
+    control characters nor megabytes; short printable fields are logged unchanged."""
+    hook = StructlogHook(structlog.get_logger("hooks-test"))
+    message = "\x1b]0;pwned\x07" + "x" * 1_000_000
+    step = StepEvent(
+        request_id="r\x1b[2J",
+        catalog="claims",
+        part="score",
+        fact="score",
+        start=0.0,
+        outcome="error",
+        duration=0.5,
+        message=message,
+    )
+    request = RequestEvent(
+        request_id="r-1",
+        catalog="claims",
+        start=0.0,
+        outcome="ok",
+        duration=1.0,
+        answers=(("approve\u202e", "decided"),),
+    )
+    with capture_logs() as events:
+        hook.step_finished(step)
+        hook.request_finished(request)
+    shown = "\\x1b]0;pwned\\x07" + "x" * 984 + "... (999,016 more characters)"
+    assert events == [
+        {
+            "event": "step",
+            "log_level": "debug",
+            "catalog": "claims",
+            "request_id": "r\\x1b[2J",
+            "part": "score",
+            "outcome": "error",
+            "duration_ms": 500.0,
+        },
+        {
+            "event": "safeguard",
+            "log_level": "warning",
+            "catalog": "claims",
+            "request_id": "r\\x1b[2J",
+            "kind": "error",
+            "part": "score",
+            "message": shown,
+        },
+        {
+            "event": "request",
+            "log_level": "info",
+            "catalog": "claims",
+            "request_id": "r-1",
+            "outcome": "ok",
+            "answers": {"approve\\u202e": "decided"},
+        },
+    ]
