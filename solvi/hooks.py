@@ -140,6 +140,23 @@ def report_failures(failed: list[str], stacklevel: int = 2) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
 
 
+def _never_run(method: Any) -> str | None:
+    """What makes a hook method's body never run when it is called (said with
+    ``{name}`` for the method's name), or None."""
+    call = type(method).__call__  # an object's own async __call__ counts too
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(call):
+        return (
+            "an async {name}; hooks are called as the request runs, never awaited, so make "
+            "it a plain def (and hand any slow work to a queue or a task of your own)"
+        )
+    if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
+        return (
+            "a {name} that yields, so calling it runs none of its body; hooks are called, "
+            "never iterated: make it a plain def without yield"
+        )
+    return None
+
+
 def _refuse_misspelt(hook: object) -> None:
     """Refuse a hook with a method whose name is one letter or two off an event's: no
     event would ever call it, and its events would be lost without a word."""
@@ -189,20 +206,9 @@ class HookTable:
                 raise TypeError(msg)
             for name in found:
                 method = getattr(hook, name)
-                call = type(method).__call__  # an object's own async __call__ counts too
-                if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(call):
-                    msg = (
-                        f"hook {hook!r} has an async {name}; hooks are called as the request "
-                        f"runs, never awaited, so make it a plain def (and hand any slow work "
-                        f"to a queue or a task of your own)"
-                    )
-                    raise TypeError(msg)
-                if inspect.isgeneratorfunction(method) or inspect.isasyncgenfunction(method):
-                    msg = (
-                        f"hook {hook!r} has a {name} that yields, so calling it runs none of "
-                        f"its body; hooks are called, never iterated: make it a plain def "
-                        f"without yield"
-                    )
+                wrong = _never_run(method)
+                if wrong is not None:
+                    msg = f"hook {hook!r} has {wrong.format(name=name)}"
                     raise TypeError(msg)
                 table[name].append(_guarded(method, hook, name))
         if not any(table.values()):
