@@ -69,13 +69,15 @@ class StepEvent:
 
 @attrs.frozen
 class RequestEvent:
-    """One request. `outcome` is ``"ok"`` (it has its response) or ``"cancelled"``;
-    None on `request_started`, as is `duration`."""
+    """One request. `outcome` is ``"ok"`` (it has its response), ``"cancelled"`` (by
+    its caller) or ``"interrupted"`` (by what is no part's failure: a
+    KeyboardInterrupt, SystemExit, a bug; it stays open for `recover`); None on
+    `request_started`, as is `duration`."""
 
     request_id: str | None
     catalog: str
     start: float
-    outcome: Literal["ok", "cancelled"] | None = None
+    outcome: Literal["ok", "cancelled", "interrupted"] | None = None
     duration: float | None = None
     #: on `request_finished` with ``"ok"``: each question's status
     answers: tuple[tuple[str, str], ...] = ()
@@ -223,10 +225,14 @@ class HookTable:
 
 def told_finished(run: Any, response: Any) -> None:
     """Tell a run's hooks (`solvi._run.scheduler.Run`) that its request has its
-    `response`, once that is kept: a hook that raises a KeyboardInterrupt then loses
-    nothing of the request. Nothing when there is no response, or no hook."""
-    if response is not None and run.hooks is not None:
-        run.request_ended("ok", response.answers)
+    `response`, once that is kept (a hook that raises a KeyboardInterrupt then loses
+    nothing of the request), or, with no response and no cancellation told, that it
+    was interrupted (a KeyboardInterrupt, a bug): a span a hook opened is then closed."""
+    if run.hooks is not None:
+        if response is not None:
+            run.request_ended("ok", response.answers)
+        else:
+            run.request_ended("interrupted")
 
 
 def _logged(text: str | None) -> str | None:

@@ -111,6 +111,7 @@ class Run:
         "hook_catalog",
         "hook_failures",
         "hook_start",
+        "hook_told_end",
         "hooks",
         "input_forms",
         "journal",
@@ -169,6 +170,8 @@ class Run:
         self.hook_catalog = ""
         #: what the hooks raised, reported once the request is over (`report_failures`)
         self.hook_failures: list[str] = []
+        #: whether the hooks have heard `request_finished` (it is told once)
+        self.hook_told_end = False
         #: guards="found": a learned order settles a question by the first failing
         #: check it evaluated, not the first declared
         self.found = found
@@ -265,10 +268,16 @@ class Run:
         for call in calls:
             call(event, self.hook_failures)
 
-    def request_ended(self, outcome: Literal["ok", "cancelled"], answers: Any = None) -> None:
-        """Tell the hooks the request has its response (`answers`, by question), kept
-        and closed, or was cancelled (call only when `hooks` is set)."""
+    def request_ended(
+        self, outcome: Literal["ok", "cancelled", "interrupted"], answers: Any = None
+    ) -> None:
+        """Tell the hooks, once, that the request has its response (`answers`, by
+        question), kept and closed, was cancelled, or was interrupted (call only when
+        `hooks` is set)."""
         assert self.hooks is not None
+        if self.hook_told_end:
+            return
+        self.hook_told_end = True
         event = RequestEvent(
             self.request_id,
             self.hook_catalog,

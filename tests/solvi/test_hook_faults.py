@@ -140,6 +140,58 @@ def test_a_keyboard_interrupt_in_a_step_hook_shows_no_step_running(
     system.close()
 
 
+class Ends:
+    """Notes the outcome of every request_finished it hears."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[str | None] = []
+
+    def request_finished(self, event: Any) -> None:
+        self.outcomes.append(event.outcome)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_interrupted_request_is_told_finished_once_as_interrupted(
+    tmp_path: Path, driver: str
+) -> None:
+    """A KeyboardInterrupt stops the request: its hooks hear request_finished once,
+    "interrupted", so a span a tracing hook opened is closed."""
+    ends = Ends()
+    system = _system(tmp_path, [Raises("step_started", KeyboardInterrupt), ends])
+    with pytest.raises(KeyboardInterrupt):
+        _ask(system, driver, "r-1")
+    assert ends.outcomes == ["interrupted"]
+    system.close()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_cancelled_request_is_told_finished_once_as_cancelled(
+    tmp_path: Path, backend: str
+) -> None:
+    """Cancelled by its caller: "cancelled", once, and not "interrupted" after it."""
+    ends = Ends()
+    cat = Catalog("slow_hooks")
+
+    @cat.fn
+    async def slow(claim: int) -> int:
+        await anyio.sleep(5)
+        return claim
+
+    @cat.rule
+    def approve(slow: int) -> bool:
+        return slow < 100
+
+    system = System(cat, [Question("approve")], hooks=[ends])
+
+    async def main() -> None:
+        with anyio.move_on_after(0.05):
+            await system.aask(STATE)
+
+    anyio.run(main, backend=backend)
+    assert ends.outcomes == ["cancelled"]
+    system.close()
+
+
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_keyboard_interrupt_in_request_finished_loses_nothing(
     tmp_path: Path, driver: str
