@@ -310,10 +310,8 @@ class Journal(abc.ABC):
 
     owner: str
     #: what `prune` deletes of the requests it names ({} stands for their keys)
-    _forget_sql: tuple[str, ...] = (
-        "DELETE FROM journal_entries WHERE request_id IN ({})",
-        "DELETE FROM journal_requests WHERE request_id IN ({})",
-    )
+    #: the tables whose rows of a request `prune` deletes with the request's own
+    _forget_from: tuple[str, ...] = ("journal_entries",)
     #: requests this process is running right now
     active: set[str]
     #: requests whose row could not be read (listed by nothing, reported here)
@@ -602,9 +600,21 @@ class Journal(abc.ABC):
             raise ValueError(msg)
         cutoff, after, count = time.time() - older_than, "", 0
         while ids := [row[0] for row in self._fetch(_CLOSED_BEFORE, (after, cutoff))]:
+            # A reader sees commits still in a process's log: each delete asks again
+            # whether the database itself holds the close, so none of a request's
+            # entries is applied after its row is gone.
             keys = ", ".join("?" * len(ids))
-            self.commit(tuple((sql.format(keys), tuple(ids)) for sql in self._forget_sql))
-            count, after = count + len(ids), ids[-1]
+            closed = f"request_id IN ({keys}) AND closed_at <= ?"
+            held = f"SELECT request_id FROM journal_requests WHERE {closed}"
+            unit = [
+                (f"DELETE FROM {t} WHERE request_id IN ({held})", (*ids, cutoff))
+                for t in self._forget_from
+            ]
+            self.commit((*unit, (f"DELETE FROM journal_requests WHERE {closed}", (*ids, cutoff))))
+            (left,) = self._fetch(
+                f"SELECT count(*) FROM journal_requests WHERE request_id IN ({keys})", tuple(ids)
+            )
+            count, after = count + len(ids) - int(left[0]), ids[-1]
         return count
 
     def unfinished(self, catalog: str | None = None) -> Iterator[RequestJournal]:

@@ -165,7 +165,7 @@ class SQLiteJournal(Journal):
 
     # `prune` forgets the damaged log records that named a request with it, which would
     # otherwise count as a request lost with its open entry.
-    _forget_sql = (*Journal._forget_sql, "DELETE FROM journal_damaged WHERE request_id IN ({})")
+    _forget_from = (*Journal._forget_from, "journal_damaged")
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("NORMAL", "FULL"):

@@ -473,3 +473,34 @@ def test_prune_refuses_what_is_not_a_number_of_seconds(where: str, older_than: A
             journal.prune(older_than)
     finally:
         journal.close()
+
+
+def test_prune_deletes_only_what_the_database_itself_holds_closed(where: str) -> None:
+    """A reader sees commits still in a process's log (SQLite): a request it sees closed
+    may be open in the database, with entries yet to be applied. The deletes ask the
+    database again, so such a request keeps its row and entries until its close lands."""
+    journal = open_journal(where)
+    assert journal is not None
+    try:
+        journal.open(
+            "r", catalog="c", catalog_version="v", state_json="{}", plan=("p",), early_exit=True
+        )
+        journal.started("r", 0, "p")
+        journal.catch_up()
+        seen_closed = journal._fetch
+
+        def fetch(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+            if sql.startswith("SELECT request_id FROM journal_requests WHERE request_id >"):
+                return [("r",)] if params[0] < "r" else []  # as if its close were logged
+            return seen_closed(sql, params)
+
+        journal._fetch = fetch  # type: ignore[method-assign]
+        assert journal.prune(older_than=0) == 0
+        del journal._fetch
+        assert journal.has_request("r")
+        assert _entries_of(journal, "r") == 1
+        journal.close_request("r", "hash")
+        assert journal.prune(older_than=0) == 1
+        assert _entries_of(journal, "r") == 0
+    finally:
+        journal.close()
