@@ -504,3 +504,40 @@ def test_prune_deletes_only_what_the_database_itself_holds_closed(where: str) ->
         assert _entries_of(journal, "r") == 0
     finally:
         journal.close()
+
+
+def test_prune_beside_a_process_at_work_loses_nothing_and_leaves_no_entry(where: str) -> None:
+    """One journal prunes everything closed, again and again, while a System on
+    another answers 150 requests: each is answered, none is left open, and once the
+    last close has landed a last prune leaves no request and no entry."""
+    import threading
+
+    system = crashy.build(where)
+    pruner = open_journal(where)
+    assert pruner is not None
+    done = threading.Event()
+    pruned = 0
+
+    def prune_until_done() -> None:
+        nonlocal pruned
+        while not done.is_set():
+            pruned += pruner.prune(older_than=0)
+
+    thread = threading.Thread(target=prune_until_done)
+    thread.start()
+    try:
+        answers = [
+            system.ask(crashy.STATE, request_id=f"r{number:03}")["approve"].value
+            for number in range(150)
+        ]
+    finally:
+        done.set()
+        thread.join()
+    assert answers == [True] * 150
+    assert system.journal_status() == []
+    system.close()
+    pruned += pruner.prune(older_than=0)
+    assert pruned == 150
+    assert pruner._fetch("SELECT count(*) FROM journal_requests") == [(0,)]
+    assert pruner._fetch("SELECT count(*) FROM journal_entries") == [(0,)]
+    pruner.close()
