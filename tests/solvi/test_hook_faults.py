@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from flows.hooked import QUESTIONS, hooked_catalog
 
 from solvi import Catalog, Question, Response, System
 
@@ -22,38 +23,7 @@ STATE = {"policy_id": "P-1", "claim": 40}
 
 
 def _catalog() -> Catalog:
-    cat = Catalog("faulty_hooks")
-
-    @cat.fn
-    def policy(policy_id: str) -> dict[str, bool]:
-        return {"active": policy_id != "lapsed"}
-
-    @cat.check(hard=True)
-    def policy_active(policy: dict[str, bool]) -> bool:
-        return policy["active"]
-
-    @cat.fn
-    async def history(claim: int) -> int:
-        await anyio.sleep(0.001)
-        return claim + 1
-
-    @cat.fn
-    def broken(claim: int) -> int:
-        msg = "no such thing"
-        raise LookupError(msg)
-
-    @cat.rule
-    def approve(policy_active: bool, history: int) -> bool:
-        return history < 100
-
-    @cat.rule
-    def explain(broken: int) -> str:
-        return "never"
-
-    return cat
-
-
-QUESTIONS = [Question("approve", forced=False), Question("explain")]
+    return hooked_catalog("faulty_hooks", slow_producer=False)
 
 
 class Raises:

@@ -4,12 +4,12 @@ without hooks there is nothing to call."""
 from __future__ import annotations
 
 import collections
-import time
 from typing import Any
 
 import anyio
 import pytest
 import structlog
+from flows.hooked import QUESTIONS, hooked_catalog
 from structlog.testing import capture_logs
 
 from solvi import Catalog, Question, RequestEvent, StepEvent, System
@@ -44,42 +44,9 @@ class Recorder:
 
 
 def _catalog() -> Catalog:
-    cat = Catalog("hooked")
-
-    @cat.fn
-    def policy(policy_id: str) -> dict[str, bool]:
-        return {"active": policy_id != "lapsed"}
-
-    @cat.check(hard=True)
-    def policy_active(policy: dict[str, bool]) -> bool:
-        return policy["active"]
-
-    @cat.fn(provides="score", timeout=0.05, blocking=True)
-    def slow_score(claim: int) -> int:
-        time.sleep(0.5)
-        return claim
-
-    @cat.fn(provides="score")
-    def quick_score(claim: int) -> int:
-        return claim // 2
-
-    @cat.fn
-    async def broken(claim: int) -> int:
-        msg = "no such thing"
-        raise LookupError(msg)
-
-    @cat.rule
-    def approve(policy_active: bool, score: int) -> bool:
-        return score < 100
-
-    @cat.rule
-    def explain(broken: int) -> str:
-        return "never"
-
-    return cat
+    return hooked_catalog("hooked", slow_producer=True)
 
 
-QUESTIONS = [Question("approve", forced=False), Question("explain")]
 APPROVE = [Question("approve", forced=False)]
 
 
