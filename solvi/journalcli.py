@@ -9,9 +9,12 @@ or the age is wrong. `add_journal_commands` registers it on the `solvi` parser.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import sqlite3
 import sys
+from pathlib import Path
 
 from solvi._db.urls import locate
 from solvi.journal import Journal, JournalError, open_journal
@@ -36,15 +39,38 @@ def seconds_of(text: str) -> float:
     return float(found[1]) * _UNIT[found[2]]
 
 
+_FIX = "name the file a System's journal= writes"
+
+
 def _open_existing(spec: str) -> Journal:
-    """The journal at `spec`; a SQLite file that is not there is an error, not a new journal."""
+    """The journal at `spec`. A SQLite file that is not there, or holds no journal (a
+    store of its own, say), is an error: opening it would make it one."""
     where = locate(spec, "journal")
-    if where.kind == "sqlite" and not os.path.isfile(where.target):
-        msg = f"no journal at {where.target}: name the file a System's journal= writes"
-        raise ValueError(msg)
+    if where.kind == "sqlite":
+        if not os.path.isfile(where.target):
+            msg = f"no journal at {where.target}: {_FIX}"
+            raise ValueError(msg)
+        _holds_a_journal(where.target)
     journal = open_journal(spec)
     assert journal is not None
     return journal
+
+
+def _holds_a_journal(path: str) -> None:
+    """Refuse a file that is no SQLite database, or one without a journal's tables,
+    reading it only (nothing is made beside it either)."""
+    uri = f"{Path(path).absolute().as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal_requests'"
+            ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        msg = f"{path} is not a SQLite database ({exc}): {_FIX}"
+        raise ValueError(msg) from exc
+    if found is None:
+        msg = f"{path} holds no solvi journal (a store keeps one only with journal=True): {_FIX}"
+        raise ValueError(msg)
 
 
 def cmd_journal_prune(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from flows import crashy
 
+from solvi import Catalog, System
 from solvi.cli import main
 from solvi.journal import SQLiteJournal
 from solvi.journalcli import seconds_of
@@ -69,10 +70,31 @@ def test_an_age_that_is_not_one_is_refused(
 def test_a_file_that_is_not_a_journal_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A text file, or a SQLite database without a journal (a store given by mistake),
+    is refused and left as it was, with nothing made beside it."""
     path = tmp_path / "notes.txt"
     path.write_text("not a database\n" * 100)
     assert main(["journal", "prune", str(path), "--older-than", "7d"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("solvi journal prune: ")
-    assert str(path) in err
+    assert capsys.readouterr().err == (
+        f"solvi journal prune: {path} is not a SQLite database (file is not a database): "
+        f"name the file a System's journal= writes\n"
+    )
     assert path.read_text() == "not a database\n" * 100
+    store = tmp_path / "store.db"
+    cat = Catalog("stored")
+
+    @cat.rule
+    def positive(x: int) -> bool:
+        return x > 0
+
+    kept = System(cat, store=str(store))
+    kept.ask({"x": 1})
+    kept.close()
+    before = store.read_bytes()
+    assert main(["journal", "prune", str(store), "--older-than", "7d"]) == 2
+    assert capsys.readouterr().err == (
+        f"solvi journal prune: {store} holds no solvi journal (a store keeps one only "
+        f"with journal=True): name the file a System's journal= writes\n"
+    )
+    assert store.read_bytes() == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".owners")]
