@@ -127,7 +127,7 @@ def test_each_loop_has_slots_of_its_own_dropped_with_it() -> None:
 
 
 HANG = """
-import threading, anyio
+import threading, time, anyio
 from solvi import Catalog, System
 
 cat = Catalog("t")
@@ -143,6 +143,11 @@ def r(cpu: int) -> int:
 s = System(cat)
 for i in range(12):
     anyio.run(lambda: s.aask({"x": i}))
+# The last calls' worker threads may still be ending (a part given up at 10 ms runs
+# 30 ms or, on a busy machine, much longer): wait for them, a stuck one never ends.
+deadline = time.monotonic() + 20
+while threading.active_count() > 1 and time.monotonic() < deadline:
+    time.sleep(0.01)
 print(threading.active_count())
 """
 
@@ -156,7 +161,7 @@ def test_a_thread_ending_as_its_loop_stops_does_not_hang_the_process() -> None:
         [sys.executable, "-c", HANG], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stderr) == (0, "")
-    assert int(done.stdout) <= 2
+    assert int(done.stdout) == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
