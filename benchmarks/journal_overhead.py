@@ -44,7 +44,8 @@ from typing import Any
 import anyio
 
 from solvi import Catalog, System
-from solvi._db.journal_base import Item, Unit
+from solvi._db.journal_base import Unit
+from solvi._db.journal_rows import Item
 from solvi._db.writer import Ticket
 from solvi.journal import Journal, PostgresJournal, SQLiteJournal
 

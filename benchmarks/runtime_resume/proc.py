@@ -18,7 +18,8 @@ from typing import Any
 import flow
 from scenarios import BY_NAME, Trigger
 
-from solvi._db.journal_base import Item, Unit, rows_of
+from solvi._db.journal_base import Unit
+from solvi._db.journal_rows import Item, rows_of
 from solvi._db.writer import Ticket
 from solvi.journal import (
     CLOSE_REQUEST,

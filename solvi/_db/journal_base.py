@@ -46,11 +46,7 @@ from solvi.errors import SolviError, _finite
 __all__ = [
     "ADD_CLOSED_AS",
     "CANCELLED",
-    "CLOSE_REQUEST",
-    "INSERT_ENTRY",
-    "OPEN_REQUEST",
     "SCHEMA",
-    "Item",
     "Journal",
     "JournalEntry",
     "JournalError",
@@ -59,7 +55,6 @@ __all__ = [
     "Unit",
     "input_hash",
     "newer_schema",
-    "rows_of",
 ]
 
 # The tables, made by the first step of the journal's migrations (`solvi._db.migrations`):

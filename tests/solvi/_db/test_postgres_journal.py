@@ -15,7 +15,8 @@ from flows.claims_small import Calls, claims_catalog
 from stores import backend, end_sessions, login_role, needs_postgres
 
 from solvi import Question, System
-from solvi._db.journal_base import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST, JournalError
+from solvi._db.journal_base import JournalError
+from solvi._db.journal_rows import CLOSE_REQUEST, INSERT_ENTRY, OPEN_REQUEST
 from solvi._db.postgres_journal import (
     _PG_INSERT_ENTRIES,
     PostgresJournal,
