@@ -79,16 +79,13 @@ def cmd_journal_prune(args: argparse.Namespace) -> int:
     try:
         older_than = seconds_of(args.older_than)
         journal = _open_existing(args.journal)
+        try:
+            count = journal.prune(older_than)
+        finally:
+            journal.close()
     except (ValueError, JournalError) as exc:
         sys.stderr.write(f"solvi journal prune: {exc}\n")
         return 2
-    try:
-        count = journal.prune(older_than)
-    except JournalError as exc:
-        sys.stderr.write(f"solvi journal prune: {exc}\n")
-        return 2
-    finally:
-        journal.close()
     plural = "" if count == 1 else "s"
     sys.stdout.write(
         f"{journal}: forgot {count} request{plural} closed before {args.older_than} ago\n"
