@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,13 +46,14 @@ def use_mode(mode: str) -> None:
         return
     from solvi._db import sqlite_lock
 
-    def plain_begin(conn: Any, path: str, timeout: float, deadline: float) -> None:
+    def plain_begin(conn: Any, path: str, timeout: float, deadline: float, turn: Any) -> None:
         # wait in SQLite's busy handler, up to the timeout
         conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
         conn.execute("BEGIN IMMEDIATE")
 
     sqlite_lock._begin = plain_begin  # type: ignore[assignment]  # the mode's whole point
-    sqlite_lock._turn = lambda path: threading.RLock()  # type: ignore[assignment]  # no turns
+    # a turn of its own for each transaction: threads never wait for each other
+    sqlite_lock._turn = sqlite_lock._Turn  # type: ignore[assignment]
 
 
 def busy_child(work: Path) -> None:

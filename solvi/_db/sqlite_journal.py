@@ -96,6 +96,14 @@ _CHECKED_MAX = 10_000
 BUSY_TIMEOUT = 30.0
 #: records the writer turns into rows between two moments it lets go of the GIL
 _APPLY_RUN = 16
+#: most records of the log one transaction of the writer applies beside units of its
+#: own: a longer one keeps every other writer of the file waiting, and a process
+#: behind on its log made ever longer ones (seconds each) while a prune waited 30 s
+APPLY_MAX = 1024
+#: records in the log not yet applied past which a commit waits for the writer to
+#: catch up: the log's backlog, which readers and a recovering process apply for
+#: themselves and which is all kept in memory, stays bounded under any load
+BACKLOG = 4096
 
 #: (generation, offset) in a log
 Position = tuple[int, int]
@@ -213,6 +221,8 @@ class SQLiteJournal(Journal):
         self._pending: deque[tuple[int, int, int, tuple[str, ...], tuple[Any, ...]]] = deque()
         #: caller-chosen ids `has_request` found new, whose open goes to the database
         self._checked: set[str] = set()
+        #: done once the writer has caught up on the log (see `BACKLOG`), while some wait
+        self._caught_up: Ticket | None = None
         try:
             self._migrate()
         except BaseException:
@@ -399,6 +409,12 @@ class SQLiteJournal(Journal):
             # of lists would make every collection of the loop's thread scan it.
             kept = tuple([tuple(item) if type(item) is list else item for item in items])
             self._pending.append((generation, start, end, tuple(ids), kept))
+            if len(self._pending) > BACKLOG:
+                # Durable already; its caller waits only for the writer to catch up.
+                caught_up = self._caught_up
+                if caught_up is None or caught_up.done:
+                    caught_up = self._caught_up = writer.submit(_LOGGED, quiet=True)
+                return caught_up
         writer.nudge(_LOGGED)
         return _DONE
 
@@ -441,17 +457,26 @@ class SQLiteJournal(Journal):
         def run_plan(plan: Any) -> None:
             drive(store_execute, plan)
 
+        pending = self._pending
+        # What the log holds now: later records are the next nudge's.
+        upto = (pending[-1][0], pending[-1][2]) if pending else None
         applied: Position | None = None
         try:
+            # A long backlog first, in transactions of at most APPLY_MAX records, each
+            # of which lets other writers waiting have their turn (`write_transaction`).
+            while upto is not None and self._behind(upto) > APPLY_MAX:
+                with self._transaction(conn):
+                    applied = self._apply_own(conn, self._own_position(conn), upto, APPLY_MAX)
+                self._applied_to(applied)
             with self._transaction(conn):
                 at = (0, 0) if self._log is None else self._own_position(conn)
                 for unit in units:
                     if isinstance(unit, _Direct):
                         at = self._apply_own(conn, at, unit.end)
                         drive_unit(unit.unit, conn.execute, run_plan)
-                # Then whatever the log holds: nothing logged waits on a unit not yet
+                # Then what the log held: nothing logged waits on a unit not yet
                 # committed (a request waits for its open to commit before it logs).
-                applied = self._apply_own(conn, at, None)
+                applied = self._apply_own(conn, at, upto)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.IntegrityError):
                 raise
@@ -467,9 +492,25 @@ class SQLiteJournal(Journal):
         ).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
-    def _apply_own(self, conn: sqlite3.Connection, at: Position, upto: Position | None) -> Position:
-        """Apply this process's log from `at` up to `upto` (None: all it holds) in the
-        open transaction, from the records kept in memory; return where it got to.
+    def _behind(self, upto: Position) -> int:
+        """Records kept in memory up to `upto`, not applied yet (counted to `APPLY_MAX` + 1)."""
+        count = 0
+        for generation, _, stop, _, _ in self._pending:
+            if (generation, stop) > upto or count > APPLY_MAX:
+                break
+            count += 1
+        return count
+
+    def _apply_own(
+        self,
+        conn: sqlite3.Connection,
+        at: Position,
+        upto: Position | None,
+        limit: int | None = None,
+    ) -> Position:
+        """Apply this process's log from `at` up to `upto` (None: all it holds), or its
+        first `limit` records past `at`, in the open transaction, from the records kept
+        in memory; return where it got to.
 
         Raises:
             JournalError: the records in memory do not follow what the database says
@@ -480,12 +521,15 @@ class SQLiteJournal(Journal):
             return at
         records: list[tuple[Sequence[str], list[Statement]]] = []
         applied = Applied()
-        end = at
+        end, taken = at, 0
         for generation, start, stop, ids, items in list(self._pending):
             if (generation, stop) <= end:
                 continue  # applied already (by a claim, say)
             if upto is not None and (generation, stop) > upto:
                 break
+            if taken == limit:
+                break
+            taken += 1
             follows = (generation, start) == end or (
                 start == 0
                 and generation == end[0] + 1

@@ -10,10 +10,20 @@ that processes do not wake in step. Only one thread of a process looks at a time
 others wait their turn on a lock of the process, asleep, because many threads waking
 every millisecond would take the interpreter lock from the thread that holds the
 database's lock and must run to release it.
+
+Looking often is not enough beside a process whose transactions last long and follow
+each other at once (a journal's writer behind on its log: gaps of microseconds between
+transactions of 20 ms): a waiter then still missed the gaps for seconds, and a prune
+failed after 30. So a waiter also says it waits, by a shared `flock` on a file beside
+the database (``<file>-waiting``, made by the first process that ever waits), and a
+process about to begin a transaction first gives way, for up to `GIVE_WAY` seconds,
+while another holds that lock. Processes writing back to back thus take turns. The
+file holds nothing; a process that cannot make or open it waits as before.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import sqlite3
@@ -28,15 +38,86 @@ __all__ = ["FileMoved", "Placed", "busy", "unwritable", "use_wal", "write_transa
 
 #: the longest pause between two tries for the database's lock (seconds)
 MAX_PAUSE = 0.001
+#: the longest a process about to write waits for another that says it waits (seconds)
+GIVE_WAY = 0.02
+
+
+class _Turn:
+    """One database file's turns: the lock this process's threads take in turn before
+    they write it, and the file by which its processes say they wait for it."""
+
+    __slots__ = ("_room", "lock", "room")
+
+    def __init__(self, path: str) -> None:
+        self.lock = threading.RLock()
+        self.room = f"{path}-waiting"
+        #: the open waiting file, or None while none was opened
+        self._room: int | None = None
+
+    def _open(self, *, make: bool) -> int | None:
+        if self._room is None:
+            flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if make else 0)
+            try:
+                self._room = os.open(self.room, flags, 0o666)
+            except OSError:
+                return None
+        return self._room
+
+    def others_wait(self) -> bool:
+        """Whether another process says it waits for the write lock (its shared lock
+        on the waiting file keeps this exclusive probe out)."""
+        room = self._open(make=False)
+        if room is None:
+            return False
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(room, fcntl.LOCK_UN)
+        return False
+
+    def give_way(self, deadline: float) -> None:
+        """Wait while another process says it waits, for at most `GIVE_WAY` seconds."""
+        until = min(deadline, time.monotonic() + GIVE_WAY)
+        while self.others_wait() and time.monotonic() < until:
+            time.sleep(random.uniform(0.0, MAX_PAUSE / 2))
+
+    def say_waiting(self) -> bool:
+        """Take a shared lock on the waiting file (until `stop_waiting`); False when it
+        cannot be had now (another process is probing: try again at the next look)."""
+        room = self._open(make=True)
+        if room is None:
+            return False
+        try:
+            fcntl.flock(room, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+    def stop_waiting(self) -> None:
+        if self._room is not None:
+            fcntl.flock(self._room, fcntl.LOCK_UN)
+
+    def forget(self) -> None:
+        """In a forked child: the waiting file's descriptor is the parent's too (and so
+        are its locks), so the child lets it go without unlocking and opens its own."""
+        if self._room is not None:
+            os.close(self._room)
+            self._room = None
+
 
 #: by the file's real path, and by each spelling of it seen (so it is resolved once)
-_turns: dict[str, threading.RLock] = {}
+_turns: dict[str, _Turn] = {}
 _turns_lock = threading.Lock()
 
 
 def _forget_turns() -> None:
     """In a forked child: a turn held by a thread of the parent would never be let go."""
     global _turns_lock
+    for turn in set(_turns.values()):
+        turn.forget()
     _turns.clear()
     _turns_lock = threading.Lock()
 
@@ -44,8 +125,8 @@ def _forget_turns() -> None:
 os.register_at_fork(after_in_child=_forget_turns)
 
 
-def _turn(path: str) -> threading.RLock:
-    """The lock this process's threads take in turn before they write `path`."""
+def _turn(path: str) -> _Turn:
+    """This process's turns at writing `path`."""
     turn = _turns.get(path)
     if turn is not None:
         return turn
@@ -53,7 +134,7 @@ def _turn(path: str) -> threading.RLock:
     with _turns_lock:
         turn = _turns.get(key)
         if turn is None:
-            turn = _turns[key] = threading.RLock()
+            turn = _turns[key] = _Turn(key)
         _turns[path] = turn
         return turn
 
@@ -155,27 +236,45 @@ def use_wal(conn: sqlite3.Connection, path: str, timeout: float) -> None:
     _while_busy(conn, "PRAGMA journal_mode=WAL", path, timeout, time.monotonic() + timeout)
 
 
-def _begin(conn: sqlite3.Connection, path: str, timeout: float, deadline: float) -> None:
-    """``BEGIN IMMEDIATE``, tried again while another connection holds the lock (`conn`
-    must not wait in SQLite's own busy handler: its busy timeout is 0)."""
-    _while_busy(conn, "BEGIN IMMEDIATE", path, timeout, deadline)
+def _begin(
+    conn: sqlite3.Connection, path: str, timeout: float, deadline: float, turn: _Turn
+) -> None:
+    """``BEGIN IMMEDIATE`` once other processes waiting have had their turn, tried again
+    while another connection holds the lock, saying meanwhile that this process waits
+    (`conn` must not wait in SQLite's own busy handler: its busy timeout is 0)."""
+    turn.give_way(deadline)
+    _while_busy(conn, "BEGIN IMMEDIATE", path, timeout, deadline, turn)
 
 
 def _while_busy(
-    conn: sqlite3.Connection, sql: str, path: str, timeout: float, deadline: float
+    conn: sqlite3.Connection,
+    sql: str,
+    path: str,
+    timeout: float,
+    deadline: float,
+    turn: _Turn | None = None,
 ) -> None:
-    """Run `sql`, again at short random pauses while the file is busy, until `deadline`."""
-    while True:
-        try:
-            conn.execute(sql)
-        except sqlite3.OperationalError as exc:
-            if not busy(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise _locked(path, timeout, "another connection") from exc
-        else:
-            return
-        time.sleep(random.uniform(0.0, MAX_PAUSE))
+    """Run `sql`, again at short random pauses while the file is busy, until `deadline`;
+    with `turn`, saying that this process waits while it does."""
+    waiting = False
+    try:
+        while True:
+            try:
+                conn.execute(sql)
+            except sqlite3.OperationalError as exc:
+                if not busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise _locked(path, timeout, "another connection") from exc
+            else:
+                return
+            if turn is not None and not waiting:
+                waiting = turn.say_waiting()
+            time.sleep(random.uniform(0.0, MAX_PAUSE))
+    finally:
+        if waiting:
+            assert turn is not None
+            turn.stop_waiting()
 
 
 @contextmanager
@@ -205,15 +304,15 @@ def write_transaction(
     """
     deadline = time.monotonic() + timeout
     turn = _turn(path)
-    if not turn.acquire(timeout=timeout):
+    if not turn.lock.acquire(timeout=timeout):
         raise _locked(path, timeout, "another thread of this process")
     try:
         if polling:
-            _begin(conn, path, timeout, deadline)
+            _begin(conn, path, timeout, deadline, turn)
         else:
             conn.execute("PRAGMA busy_timeout = 0")
             try:
-                _begin(conn, path, timeout, deadline)
+                _begin(conn, path, timeout, deadline, turn)
             finally:
                 conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
         how = None if placed is None else placed.moved()
@@ -228,4 +327,4 @@ def write_transaction(
             raise
         conn.execute("COMMIT" if commit else "ROLLBACK")
     finally:
-        turn.release()
+        turn.lock.release()

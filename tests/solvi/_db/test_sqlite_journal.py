@@ -170,3 +170,63 @@ def test_a_journal_file_deleted_or_replaced_is_refused(tmp_path: Path, how: str)
     with pytest.raises(JournalError, match=f"journal '{path}' was {how}"):
         journal.open("r-2", early_exit=True, **_DETAILS)
     journal.close()
+
+
+def test_a_backlog_is_applied_in_short_transactions_and_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the writer cannot apply the log (another connection holds the file), commits
+    go on into the log until it holds BACKLOG records; the next one is durable but its
+    ticket waits for the writer to catch up. Once the file is free, the writer applies
+    the backlog in transactions of at most APPLY_MAX records, and every request lands."""
+    import sqlite3
+    import time
+
+    from solvi._db import journal_log, sqlite_journal
+
+    monkeypatch.setattr(sqlite_journal, "BACKLOG", 40)
+    monkeypatch.setattr(sqlite_journal, "APPLY_MAX", 8)
+    sizes: list[int] = []
+    apply_records = journal_log.apply_records
+
+    def counted(conn: Any, name: str, records: Any, applied: Any) -> None:
+        sizes.append(len(records))
+        apply_records(conn, name, records, applied)
+
+    monkeypatch.setattr(journal_log, "apply_records", counted)
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+
+    def opening(n: int) -> tuple[Any, ...]:
+        return (
+            journal.open_statement(
+                f"r{n}",
+                catalog="c",
+                catalog_version="1",
+                state_json="{}",
+                plan=(),
+                early_exit=False,
+            ),
+        )
+
+    journal.catch_up()  # the writer's connection exists before the file is held
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        tickets = [journal.submit(opening(n)) for n in range(41)]
+        assert all(t.done for t in tickets[:40])
+        time.sleep(0.2)
+        assert not tickets[40].done  # durable in the log; its caller waits for the writer
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    tickets[40].wait()
+    journal.close()
+    assert max(sizes) <= 8
+    assert sum(sizes) == 41
+    conn = sqlite3.connect(path)
+    try:
+        (count,) = conn.execute("SELECT count(*) FROM journal_requests").fetchone()
+    finally:
+        conn.close()
+    assert count == 41

@@ -170,7 +170,7 @@ def test_a_forked_child_does_not_wait_for_a_turn_its_parent_held(db: Path) -> No
     """A thread of the parent holds the turn (not the database) when the process forks:
     the child's own write transaction goes ahead at once."""
     inside, leave = threading.Event(), threading.Event()
-    turn = sqlite_lock._turn(str(db))
+    turn = sqlite_lock._turn(str(db)).lock
 
     def hold() -> None:
         with turn:
@@ -289,3 +289,54 @@ def test_a_transaction_on_a_file_that_moved_is_refused(db: Path) -> None:
             ran.append(1)
     assert (caught.value.how, ran, conn.in_transaction) == ("was deleted", [], False)
     conn.close()
+
+
+#: a process that takes the write lock again the moment it lets go, holding it for
+#: 20 ms each time (as a journal's writer thread does when it is behind on its log)
+_HOGGER = """
+import sqlite3, sys, time
+from solvi._db.sqlite_lock import write_transaction
+path = sys.argv[1]
+conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+conn.execute("PRAGMA busy_timeout = 0")
+print("RUNNING", flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    with write_transaction(conn, path, 30.0, polling=True):
+        conn.execute("INSERT INTO t VALUES (0)")
+        time.sleep(0.02)
+"""
+
+
+def test_a_process_writing_back_to_back_lets_a_waiting_process_in(db: Path) -> None:
+    """Beside a process that begins its next transaction the moment it commits, the
+    free moments are microseconds long: a waiter looking every millisecond missed them
+    for seconds. A waiter now says it waits, and the other process gives way to it
+    before its next transaction, so each of 30 writes gets in within a few of the
+    other's transactions."""
+    import subprocess
+    import sys
+    import time
+
+    hogger = subprocess.Popen(
+        [sys.executable, "-c", _HOGGER, str(db), "30"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert hogger.stdout is not None
+        assert hogger.stdout.readline().strip() == "RUNNING"
+        time.sleep(0.2)
+        conn = _connect(db)
+        waits = []
+        for k in range(30):
+            started = time.monotonic()
+            with write_transaction(conn, str(db), 30.0):
+                waits.append(time.monotonic() - started)
+                conn.execute("INSERT INTO t VALUES (?)", (k + 1,))
+            time.sleep(0.05)  # the other process has the lock again by then
+        conn.close()
+    finally:
+        hogger.kill()
+        hogger.wait()
+        hogger.stdout.close()
+    assert max(waits) < 0.5, sorted(waits)[-5:]
+    assert [x for x in _rows(db) if x] == list(range(1, 31))
