@@ -410,10 +410,11 @@ class SQLiteJournal(Journal):
             kept = tuple([tuple(item) if type(item) is list else item for item in items])
             self._pending.append((generation, start, end, tuple(ids), kept))
             if len(self._pending) > BACKLOG:
-                # Durable already; its caller waits only for the writer to catch up.
+                # Durable already; its caller waits for the writer to catch up, and
+                # learns why if it cannot (the call it would start then does not).
                 caught_up = self._caught_up
                 if caught_up is None or caught_up.done:
-                    caught_up = self._caught_up = writer.submit(_LOGGED, quiet=True)
+                    caught_up = self._caught_up = writer.submit(_LOGGED)
                 return caught_up
         writer.nudge(_LOGGED)
         return _DONE
@@ -706,6 +707,11 @@ class SQLiteJournal(Journal):
         log once it is all applied (else it stays, for a recovering process to apply),
         and release the owner lock. A second call does nothing."""
         if self._writer is not None:
+            if self._pending and not self._writer.closed:
+                # A catch-up that failed left records: one more try (its error, if
+                # any, leaves them in the log for the next process to open it).
+                with contextlib.suppress(WriterClosed):
+                    self._writer.submit(_LOGGED)
             self._writer.close()
         log = self._log
         if log is not None and not self._owner_file.closed:

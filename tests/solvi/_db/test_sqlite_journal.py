@@ -230,3 +230,50 @@ def test_a_backlog_is_applied_in_short_transactions_and_bounded(
     finally:
         conn.close()
     assert count == 41
+
+
+def test_a_writer_that_cannot_catch_up_fails_the_commits_waiting_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past BACKLOG records, a commit waits for the writer; when the writer cannot apply
+    the log (the file is held past its timeout), that commit raises the writer's
+    JournalError rather than letting the backlog grow without a word. Its record stays
+    in the log, and closing the journal tries once more to apply it."""
+    import sqlite3
+
+    from solvi._db import sqlite_journal
+
+    monkeypatch.setattr(sqlite_journal, "BACKLOG", 5)
+    monkeypatch.setattr(sqlite_journal, "BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+
+    def opening(n: int) -> tuple[Any, ...]:
+        return (
+            journal.open_statement(
+                f"r{n}",
+                catalog="c",
+                catalog_version="1",
+                state_json="{}",
+                plan=(),
+                early_exit=False,
+            ),
+        )
+
+    journal.catch_up()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        tickets = [journal.submit(opening(n)) for n in range(6)]
+        with pytest.raises(JournalError, match="database is locked"):
+            tickets[5].wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    journal.close()  # tries once more, and the file is free now
+    conn = sqlite3.connect(path)
+    try:
+        (count,) = conn.execute("SELECT count(*) FROM journal_requests").fetchone()
+    finally:
+        conn.close()
+    assert count == 6

@@ -66,26 +66,6 @@ def test_a_bad_unit_fails_alone() -> None:
     assert [u for t in log.transactions for u in t] == ["slow", "a", "b"]
 
 
-def test_a_quiet_ticket_never_carries_the_units_error() -> None:
-    """A quiet waiter waits for the work, not for its outcome: it is done when the unit
-    failed too (alone or in a gathered transaction), and raises nothing."""
-    log = Log()
-    log.delay = 0.01
-    log.bad = {"bad"}
-    writer: Writer[str] = Writer(log.commit, name="test")
-    first = writer.submit("slow")
-    gathered = writer.submit("bad", quiet=True)
-    loud = writer.submit("bad")
-    first.wait()
-    gathered.wait()
-    with pytest.raises(ValueError, match="refused"):
-        loud.wait()
-    alone = writer.submit("bad", quiet=True)
-    alone.wait()
-    writer.close()
-    assert (gathered.done, gathered.error, alone.done, alone.error) == (True, None, True, None)
-
-
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_async_waiters_are_woken_from_the_writer_thread(backend: str) -> None:
     """Many tasks awaiting their commits on one loop are all woken, none early."""
