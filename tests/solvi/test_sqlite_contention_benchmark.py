@@ -29,3 +29,21 @@ def test_a_quick_run_probes_beside_a_busy_process_in_both_modes() -> None:
         (one,) = rounds
         assert len(one["resume"]) == len(one["status"]) == 5
         assert one["elapsed"] > 0
+
+
+def test_a_flat_out_run_also_prunes_beside_the_busy_process() -> None:
+    """With --flat-out the busy child answers without sleeping and the prober prunes too;
+    every prune returns (none fails on the file's lock)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--flat-out", "--probes", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    for rounds in runs.values():
+        (one,) = rounds
+        assert len(one["resume"]) == len(one["status"]) == len(one["prune"]) == 3
