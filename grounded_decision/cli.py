@@ -29,7 +29,7 @@ from grounded_decision.errors import (
 from grounded_decision.examples import EXAMPLES, TITLES
 from grounded_decision.module import Decision, Module
 from grounded_decision.policy.parse import LINE_BREAK as POLICY_LINE_BREAK
-from grounded_decision.policy.parse import MAX_POLICY_STATES, parse
+from grounded_decision.policy.parse import MAX_POLICY_STATES, MAX_POLICY_TRANSITIONS, parse
 from grounded_decision.statechart.certificate import check_certificate
 from grounded_decision.statechart.game import NO_LIMITS, GameGraph, Limits
 from grounded_decision.statechart.parity import ALGORITHMS, solve_parity
@@ -256,8 +256,8 @@ REFUSED = 4
 def _check_policy(path: str, *, as_json: bool, mermaid: bool, no_limits: bool = False) -> int:
     text = _read_text(path)
     try:
-        # the cap Module.from_expr compiles with: a policy sure to pass it stops here
-        expr = parse(text, max_states=MAX_POLICY_STATES)
+        # the caps Module.from_expr compiles with: a policy sure to pass one stops here
+        expr = parse(text, max_states=MAX_POLICY_STATES, max_transitions=MAX_POLICY_TRANSITIONS)
     except PolicySyntaxError as exc:
         where = f"policy line {exc.line}, column {exc.column}: "
         # the message quotes the policy's text: a name of ten megabytes is cut

@@ -15,6 +15,7 @@ import attrs
 from grounded_decision.errors import PolicyCompileError
 from grounded_decision.policy.parse import (
     MAX_POLICY_STATES,
+    MAX_POLICY_TRANSITIONS,
     Act,
     Alt,
     Expr,
@@ -22,6 +23,7 @@ from grounded_decision.policy.parse import (
     Star,
     Test,
     too_many_states,
+    too_many_transitions,
 )
 from grounded_decision.statechart.chart import State, Statechart, Transition
 
@@ -45,10 +47,6 @@ ACTION_PRIORITY = 2
 """Priority of text-policy states that propose an action, and of final states (even)."""
 WAITING_PRIORITY = 1
 """Priority of every other text-policy state (odd: not progress)."""
-#: the most transitions a chart built from a policy may have: an action state takes
-#: every move of the state after its action, so ``(test(e) ; act(a) | ...)*`` with n
-#: alternatives needs about n * n, and memory grows with them
-MAX_POLICY_TRANSITIONS = 250_000
 #: how many positions of the policy the automaton's states may hold in all, per state
 #: ``max_states`` allows: ``test(e0)* ; test(e1)* ; ...`` has a state per star, each
 #: holding every later step, so a long chain would fill memory (n states of n positions)
@@ -439,19 +437,11 @@ def dfa_to_statechart(
         moves[state] = own
         counted += len(own)
         if max_transitions is not None and counted > max_transitions:
-            limit = (
-                f"MAX_POLICY_TRANSITIONS = {MAX_POLICY_TRANSITIONS}"
-                if max_transitions == MAX_POLICY_TRANSITIONS
-                else f"max_transitions = {max_transitions}"
+            why = (
+                "each state that proposes an action also takes every move of the state"
+                " after it, so many alternatives under one * multiply"
             )
-            msg = (
-                f"policy {name!r} needs a chart of more than {max_transitions} transitions"
-                f" (limit {limit}): each state that proposes an action also takes every"
-                " move of the state after it, so many alternatives under one * multiply;"
-                " split the policy, or build the chart with dfa_to_statechart(dfa, name,"
-                " max_transitions=N) and pass it to Module(name, chart, expr=expr)"
-            )
-            raise PolicyCompileError(msg)
+            raise too_many_transitions(max_transitions, name, why)
     numbering = {dfa.start: 0}
     queue = [dfa.start]
     for state in queue:

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_HEIGHT",
     "MAX_NESTING",
     "MAX_POLICY_STATES",
+    "MAX_POLICY_TRANSITIONS",
     "Act",
     "Alt",
     "Expr",
@@ -33,6 +34,7 @@ __all__ = [
     "parse",
     "star_height",
     "too_many_states",
+    "too_many_transitions",
 ]
 
 
@@ -49,6 +51,10 @@ MAX_HEIGHT = 3 * (MAX_NESTING + 1) + 1
 #: Most automaton states ``compile_policy`` builds for one text policy by default; ``parse``
 #: given ``max_states`` refuses, while it reads, a policy sure to need more.
 MAX_POLICY_STATES = 10_000
+#: the most transitions a chart built from a policy may have: an action state takes
+#: every move of the state after its action, so ``(test(e) ; act(a) | ...)*`` with n
+#: alternatives needs about n * n, and memory grows with them
+MAX_POLICY_TRANSITIONS = 250_000
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NODES = "Test, Act, Seq, Alt or Star"
@@ -266,38 +272,75 @@ def too_many_states(max_states: int) -> PolicyCompileError:
     return PolicyCompileError(msg)
 
 
-class _StateCount:
-    """A lower bound on the automaton states of the policy being read, sure whatever
-    text follows: one for the start, and one per symbol of a step directly followed by
-    another step in a sequence (``test(e) ; act(a)`` counts ``test(e)``).
+def too_many_transitions(max_transitions: int, name: str | None, why: str) -> PolicyCompileError:
+    """The refusal of a policy whose chart needs more than ``max_transitions``
+    transitions (`why` says what makes them); `name` is the policy's, when known."""
+    limit = (
+        f"MAX_POLICY_TRANSITIONS = {MAX_POLICY_TRANSITIONS}"
+        if max_transitions == MAX_POLICY_TRANSITIONS
+        else f"max_transitions = {max_transitions}"
+    )
+    named = "policy" if name is None else f"policy {name!r}"
+    msg = (
+        f"{named} needs a chart of more than {max_transitions} transitions"
+        f" (limit {limit}): {why}; split the policy, or build the chart with"
+        " dfa_to_statechart(dfa, name, max_transitions=N) and pass it to"
+        " Module(name, chart, expr=expr)"
+    )
+    return PolicyCompileError(msg)
 
-    After reading that symbol the automaton is in a state holding the step that follows,
-    which only that symbol's moves enter, so states so reached on two symbols differ, and
-    none is the start. Every step of a policy lies on some word it accepts, so each such
-    state is built by ``compile_policy``.
+
+class _Bounds:
+    """Lower bounds on the automaton and the chart of the policy being read, sure
+    whatever text follows, each checked against its cap as it grows.
+
+    States: one for the start, and one per symbol of a step directly followed by
+    another step in a sequence (``test(e) ; act(a)`` counts ``test(e)``). After reading
+    that symbol the automaton is in a state holding the step that follows, which only
+    that symbol's moves enter, so states so reached on two symbols differ, and none is
+    the start.
+
+    Transitions: one per event tested. Every step of a policy lies on some word it
+    accepts (its grammar has no empty choice), so every state ``compile_policy``
+    builds lies on such a word too, and each event labels a move of at least one of
+    them, which the chart keeps as a transition.
     """
 
-    def __init__(self, max_states: int) -> None:
+    def __init__(self, max_states: int | None, max_transitions: int | None) -> None:
         self.max_states = max_states
+        self.max_transitions = max_transitions
         self.symbols: set[tuple[str, str]] = set()
+        self.events: set[str] = set()
 
     def followed(self, step: Test | Act) -> None:
         """Count `step`'s symbol; refuse once the states are sure to pass the cap."""
+        if self.max_states is None:
+            return
         symbol = ("test", step.event) if isinstance(step, Test) else ("act", step.action)
         self.symbols.add(symbol)
         # compile_policy never refuses its first state, so a cap of 0 still takes one
         if len(self.symbols) + 1 > max(self.max_states, 1):
             raise too_many_states(self.max_states)
 
+    def tested(self, event: str) -> None:
+        """Count an event; refuse once the transitions are sure to pass the cap."""
+        cap = self.max_transitions
+        if cap is None:
+            return
+        self.events.add(event)
+        if len(self.events) > cap:
+            why = f"it tests more than {cap} different events, each a transition at least"
+            raise too_many_transitions(cap, None, why)
+
 
 class _Parser:
     """Recursive descent over the tokens, one ahead; one instance per ``parse`` call."""
 
-    def __init__(self, tokens: Iterator[_Token], states: _StateCount | None = None) -> None:
+    def __init__(self, tokens: Iterator[_Token], bounds: _Bounds | None = None) -> None:
         self.tokens = tokens
         self.current = next(tokens)
         self.depth = 0
-        self.states = states
+        self.bounds = bounds
 
     def peek(self) -> _Token:
         return self.current
@@ -343,10 +386,10 @@ class _Parser:
         parts: list[Expr] = []
         while True:
             node = self.rep()
-            if self.states is not None and parts and isinstance(parts[-1], Test | Act):
+            if self.bounds is not None and parts and isinstance(parts[-1], Test | Act):
                 head = node.parts[0] if isinstance(node, Seq) else node
                 if isinstance(head, Test | Act):
-                    self.states.followed(parts[-1])
+                    self.bounds.followed(parts[-1])
             parts.extend(node.parts if isinstance(node, Seq) else (node,))
             if self.peek().kind != ";":
                 break
@@ -392,7 +435,11 @@ class _Parser:
             if closing.kind != ")":
                 msg = f"')' after {token.text}({name.text}"
                 raise self.fail(msg, closing, "close it with ')'")
-            return Test(name.text) if token.text == "test" else Act(name.text)
+            if token.text == "act":
+                return Act(name.text)
+            if self.bounds is not None:
+                self.bounds.tested(name.text)
+            return Test(name.text)
         hint = (
             "steps are written test(event) or act(action)"
             if token.kind == "name"
@@ -401,7 +448,7 @@ class _Parser:
         raise self.fail("test(...), act(...) or '('", token, hint)
 
 
-def parse(text: str, *, max_states: int | None = None) -> Expr:
+def parse(text: str, *, max_states: int | None = None, max_transitions: int | None = None) -> Expr:
     """Parse a text policy such as ``(test(ping))* ; test(alert) ; act(page)``.
 
     Parameters:
@@ -411,6 +458,9 @@ def parse(text: str, *, max_states: int | None = None) -> Expr:
             as soon as the text read so far shows it, with ``compile_policy``'s refusal, so
             a huge policy is not read to its end (nor checked for syntax past that point).
             ``None``, the default, refuses nothing.
+        max_transitions: the same for the cap ``dfa_to_statechart`` will be given
+            (``MAX_POLICY_TRANSITIONS`` for ``Module.from_expr``): a policy testing more
+            different events than that is refused once it has.
 
     Returns:
         The expression tree (``Test``, ``Act``, ``Seq``, ``Alt``, ``Star``).
@@ -418,9 +468,10 @@ def parse(text: str, *, max_states: int | None = None) -> Expr:
     Raises:
         PolicySyntaxError: with ``line``, ``column`` (1-based), ``expected`` and ``got``.
         PolicyCompileError: when the policy is sure to need more than ``max_states``
-            automaton states.
+            automaton states, or more than ``max_transitions`` transitions.
 
-    .. versionchanged:: Unreleased ``max_states``.
+    .. versionchanged:: Unreleased ``max_states`` and ``max_transitions``.
     """
-    states = None if max_states is None else _StateCount(max_states)
-    return _Parser(_tokenize(text), states).policy()
+    capped = max_states is not None or max_transitions is not None
+    bounds = _Bounds(max_states, max_transitions) if capped else None
+    return _Parser(_tokenize(text), bounds).policy()

@@ -126,6 +126,62 @@ def test_the_transition_cap_is_reached_before_any_transition_is_built(
     )
 
 
+def _events(count: int) -> str:
+    """``test(e0) | test(e1) | ...``: two automaton states, one transition per event."""
+    return " | ".join(f"test(e{i})" for i in range(count))
+
+
+def test_a_policy_testing_more_events_than_the_transition_cap_is_refused_while_read() -> None:
+    """Each event is a transition at least: past the cap, parse stops before the text
+    ends (a syntax error at its end is never reached), naming the limit; at the cap the
+    policy is read whole and its chart has exactly that many transitions."""
+    broken = _events(60) + " | )"
+    with pytest.raises(PolicyCompileError) as refused:
+        parse(broken, max_transitions=50)
+    assert str(refused.value) == (
+        "policy needs a chart of more than 50 transitions (limit max_transitions = 50): it "
+        "tests more than 50 different events, each a transition at least; split the policy, "
+        "or build the chart with dfa_to_statechart(dfa, name, max_transitions=N) and pass "
+        "it to Module(name, chart, expr=expr)"
+    )
+    chart = dfa_to_statechart(
+        compile_policy(parse(_events(50), max_transitions=50)), "p", max_transitions=50
+    )
+    assert len(chart.transitions) == 50
+    with pytest.raises(PolicyCompileError, match="limit MAX_POLICY_TRANSITIONS = 250000"):
+        parse(_events(250_001), max_transitions=automata.MAX_POLICY_TRANSITIONS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(policies(max_leaves=10), st.integers(min_value=0, max_value=6))
+def test_parse_refuses_for_transitions_only_charts_past_the_cap(expr: Expr, cap: int) -> None:
+    """The count of events is a lower bound: a policy parse refuses has more than `cap`
+    test moves in its automaton, each of which the chart keeps as a transition."""
+    text = str(expr)
+    try:
+        parse(text, max_transitions=cap)
+    except PolicyCompileError:
+        dfa = compile_policy(parse(text), max_states=None)
+        moves = sum(1 for row in dfa.delta for kind, _ in row if kind == "test")
+        assert moves > cap
+
+
+def test_check_refuses_a_policy_of_too_many_events_before_compiling_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """grounded-decision check stops while reading a flat choice past the transition cap."""
+
+    def never(*_: object, **__: object) -> None:
+        pytest.fail("compile_policy ran on a policy parse should have refused")
+
+    path = tmp_path / "events.txt"
+    path.write_text(_events(automata.MAX_POLICY_TRANSITIONS + 1), encoding="utf-8")
+    monkeypatch.setattr(module, "compile_policy", never)
+    assert cli.main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("grounded-decision: policy needs a chart of more than 250000 transitions")
+
+
 def test_equal_closures_are_one_object() -> None:
     """In (test(e0) | ... | test(e9))* the start and every move reach the same states; the
     closures share one set, so the subset step finds it by identity, not by comparing
