@@ -26,6 +26,7 @@ generation), and a generation wholly applied is deleted.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -387,10 +388,15 @@ class LogWriter:
             raise
 
     def _next_file(self, need: int) -> None:
-        self._close_file()
-        self.generation += 1
+        """Go on in the next generation's file, once it exists: a file that cannot be
+        made leaves the log where it was (no generation is skipped, which a reader
+        would take for a log changed behind the journal's back)."""
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        fd = self._fd = os.open(self.path(self.generation), flags, 0o644)
+        fd = os.open(self.path(self.generation + 1), flags, 0o644)
+        with contextlib.suppress(OSError):  # the zeros after its records stay
+            self._close_file()
+        self.generation += 1
+        self._fd = fd
         self.size = 0
         capacity = max(ROTATE_BYTES, need)
         try:

@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import warnings
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -119,6 +120,10 @@ class _Logged:
 _LOGGED = _Logged()
 #: the ticket of a commit that is durable once it is in the log
 _DONE = done_ticket()
+_NEXT_STEP = (  # when the writer cannot apply the log
+    "fix what the error names; this process takes commits again once its writer has "
+    "applied them, and the next process to open the journal applies what is left"
+)
 
 
 @attrs.frozen
@@ -223,6 +228,7 @@ class SQLiteJournal(Journal):
         self._checked: set[str] = set()
         #: done once the writer has caught up on the log (see `BACKLOG`), while some wait
         self._caught_up: Ticket | None = None
+        self._catch_up_error: BaseException | None = None  # the writer's last, if it failed
         try:
             self._migrate()
         except BaseException:
@@ -400,6 +406,11 @@ class SQLiteJournal(Journal):
             if writer.closed:
                 msg = f"{self!r} is closed; open a new journal to write"
                 raise WriterClosed(msg)
+            behind = len(self._pending) >= BACKLOG  # this one makes it more
+            if behind:
+                refused = self._stalled(writer)
+                if refused is not None:
+                    return refused
             try:
                 generation, start, end = log.append(record)
             except OSError as exc:
@@ -409,15 +420,30 @@ class SQLiteJournal(Journal):
             # of lists would make every collection of the loop's thread scan it.
             kept = tuple([tuple(item) if type(item) is list else item for item in items])
             self._pending.append((generation, start, end, tuple(ids), kept))
-            if len(self._pending) > BACKLOG:
-                # Durable already; its caller waits for the writer to catch up, and
-                # learns why if it cannot (the call it would start then does not).
+            if behind:
+                # Durable already: its caller only waits for the writer to catch up.
                 caught_up = self._caught_up
                 if caught_up is None or caught_up.done:
-                    caught_up = self._caught_up = writer.submit(_LOGGED)
+                    caught_up = self._caught_up = writer.submit(_LOGGED, quiet=True)
                 return caught_up
         writer.nudge(_LOGGED)
         return _DONE
+
+    def _stalled(self, writer: Any) -> Ticket | None:
+        """Past `BACKLOG`, once the writer failed to catch up: a refusal (nothing written)
+        until a try succeeds, one queued if none is; None while the writer is trying."""
+        cause = self._catch_up_error
+        if cause is None:
+            return None
+        tried = self._caught_up
+        if tried is None or tried.done:
+            self._caught_up = writer.submit(_LOGGED, quiet=True)
+        msg = (
+            f"journal {str(self.path)!r} holds {len(self._pending)} commits in its log that "
+            f"its writer could not apply ({cause}), so it takes no more until it can: they "
+            f"are safe in {self._lock_dir}; {_NEXT_STEP}"
+        )
+        return done_ticket(JournalError(msg))
 
     def duplicate_key(self, exc: BaseException) -> bool:
         """A UNIQUE constraint failed: the one on the request id, for an open entry."""
@@ -462,6 +488,7 @@ class SQLiteJournal(Journal):
         # What the log holds now: later records are the next nudge's.
         upto = (pending[-1][0], pending[-1][2]) if pending else None
         applied: Position | None = None
+        failed: BaseException | None = None
         try:
             # A long backlog first, in transactions of at most APPLY_MAX records, each
             # of which lets other writers waiting have their turn (`write_transaction`).
@@ -480,11 +507,19 @@ class SQLiteJournal(Journal):
                 applied = self._apply_own(conn, at, upto)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.IntegrityError):
-                raise
+                raise  # one unit's (an id taken): the writer fails it alone
+            failed = exc
             raise self._damaged_file(exc) from exc
+        except BaseException as exc:
+            failed = exc
+            raise
         finally:
             if saves:
-                conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._catch_up_error = failed
+            if isinstance(failed, sqlite3.DatabaseError):
+                self._drop_if_read_only(failed)
         self._applied_to(applied)
 
     def _own_position(self, conn: sqlite3.Connection) -> Position:
@@ -559,7 +594,8 @@ class SQLiteJournal(Journal):
         return end
 
     def _applied_to(self, at: Position | None) -> None:
-        """After a commit: forget the records applied, delete spent generations."""
+        """After a commit: forget the records applied, delete spent generations (a
+        file that cannot be deleted stays: everything in it is applied)."""
         if at is None or self._log is None:
             return
         pending = self._pending
@@ -569,7 +605,15 @@ class SQLiteJournal(Journal):
             path = self._log.path(generation)
             if not path.exists():
                 break
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                break
+
+    def _drop_if_read_only(self, exc: sqlite3.DatabaseError) -> None:
+        """A file SQLite could not write at open is read-only to that connection for good."""
+        if (getattr(exc, "sqlite_errorname", None) or "").startswith("SQLITE_READONLY"):
+            self._close_own_conn()
 
     def _writer_exit(self) -> None:
         self._close_own_conn()
@@ -602,6 +646,7 @@ class SQLiteJournal(Journal):
                 finally:
                     self._local.view = False
         except sqlite3.DatabaseError as exc:
+            self._drop_if_read_only(exc)
             raise self._damaged_file(exc) from exc
         except OSError as exc:
             msg = f"cannot read the commit logs of journal {str(self.path)!r}: {exc}"
@@ -706,20 +751,32 @@ class SQLiteJournal(Journal):
         """Commit and apply what was submitted, stop the writer, delete this process's
         log once it is all applied (else it stays, for a recovering process to apply),
         and release the owner lock. A second call does nothing."""
-        if self._writer is not None:
-            if self._pending and not self._writer.closed:
-                # A catch-up that failed left records: one more try (its error, if
-                # any, leaves them in the log for the next process to open it).
-                with contextlib.suppress(WriterClosed):
-                    self._writer.submit(_LOGGED)
-            self._writer.close()
-        log = self._log
-        if log is not None and not self._owner_file.closed:
-            log.close()
-            if not self._pending:
-                for generation in range(log.generation, 0, -1):
-                    log.path(generation).unlink(missing_ok=True)
-        self._release()
+        try:
+            if self._writer is not None:
+                if self._pending and not self._writer.closed:
+                    # A catch-up that failed left records: one more try.
+                    with contextlib.suppress(WriterClosed):
+                        self._writer.submit(_LOGGED)
+                self._writer.close()
+            log = self._log
+            if log is not None and not self._owner_file.closed:
+                with contextlib.suppress(OSError):  # the zeros after its records stay
+                    log.close()
+                if not self._pending:
+                    for generation in range(log.generation, 0, -1):
+                        with contextlib.suppress(OSError):  # stays, all of it applied
+                            log.path(generation).unlink(missing_ok=True)
+        finally:
+            self._release()
+        if self._pending and self._catch_up_error is not None and self._lost is None:
+            warnings.warn(
+                f"journal {str(self.path)!r} closed with {len(self._pending)} commits in its "
+                f"log that its writer could not apply ({self._catch_up_error}): they are "
+                f"safe in {self._lock_dir}, and the next process to open the journal "
+                f"applies them",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def _release(self) -> None:
         with self._conns_lock:
@@ -732,7 +789,8 @@ class SQLiteJournal(Journal):
         if owner_file is not None and not owner_file.closed:
             fcntl.flock(owner_file, fcntl.LOCK_UN)
             owner_file.close()
-            self._owner_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # left unlocked, it reads as a dead owner
+                self._owner_path.unlink(missing_ok=True)
 
     def __del__(self) -> None:
         # An abandoned journal releases its owner lock, as the process's death would.

@@ -42,12 +42,14 @@ class WriterClosed(RuntimeError):
 class Ticket:
     """The promise of one submitted unit: done once its transaction committed or failed."""
 
-    __slots__ = ("_wakers", "_writer", "done", "error")
+    __slots__ = ("_wakers", "_writer", "done", "error", "quiet")
 
-    def __init__(self, writer: Writer[Any] | None) -> None:
+    def __init__(self, writer: Writer[Any] | None, *, quiet: bool = False) -> None:
         self._writer = writer
         self.done = False
         self.error: BaseException | None = None
+        #: the unit's failure is not its waiter's (see `Writer.submit`)
+        self.quiet = quiet
         #: (loop key, call) to wake each async waiter, while some wait
         self._wakers: list[tuple[Any, Callable[[], None]]] | None = None
 
@@ -162,13 +164,17 @@ class Writer(Generic[U]):
         #: when the nudged unit queued is due (monotonic seconds), None if none is
         self._due: float | None = None
 
-    def submit(self, unit: U) -> Ticket:
+    def submit(self, unit: U, *, quiet: bool = False) -> Ticket:
         """Queue one unit for the next commit.
+
+        With `quiet` the ticket never carries the unit's error: its waiter only waits
+        for the thread to have done the work (to catch up, say), and whoever the work
+        is for finds out about a failure on their own.
 
         Raises:
             WriterClosed: the writer was closed.
         """
-        ticket = Ticket(self)
+        ticket = Ticket(self, quiet=quiet)
         with self._cond:
             self._queue(unit, ticket)
             self._urgent += 1
@@ -260,13 +266,15 @@ class Writer(Generic[U]):
             self._commit(units)
         except BaseException as exc:
             if len(units) == 1:
-                tickets[0].error = exc
+                if not tickets[0].quiet:
+                    tickets[0].error = exc
             else:
                 for unit, ticket in zip(units, tickets, strict=True):
                     try:
                         self._commit([unit])
                     except BaseException as alone:  # handed to the unit's waiter
-                        ticket.error = alone
+                        if not ticket.quiet:
+                            ticket.error = alone
         self._finish(tickets)
 
     def _finish(self, tickets: list[Ticket]) -> None:

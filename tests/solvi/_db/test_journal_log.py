@@ -513,3 +513,33 @@ def test_records_read_back_as_the_statements_they_were(items: list[Any]) -> None
     if len(record) > 8:
         _, partial = journal_log.parse(record[: len(record) - 3])
         assert journal_log.parse(partial + b"\n")[0][0].ids == ("r",)
+
+
+def test_a_log_file_that_cannot_be_made_skips_no_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner folder refuses the next file for a while: each append fails, the log
+    stays in its full file, and once the folder takes files again the log goes on in the
+    next generation, not one past it (which the journal would take for a log changed
+    behind its back)."""
+    monkeypatch.setattr(journal_log, "ROTATE_BYTES", 64)
+    writer = journal_log.LogWriter(tmp_path, "owner")
+    record = journal_log.encode(["r"], [["s", 0, 1, "a", 1.5]])
+    assert writer.append(record)[0] == 1
+    real_open = os.open
+    refusing = [True]
+
+    def guarded(path: Any, flags: int, *args: Any) -> int:
+        if refusing[0] and str(path).endswith(".000002.jlog"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", guarded)
+    for _ in range(3):
+        with pytest.raises(PermissionError):
+            writer.append(record)
+    assert writer.end == (1, len(record))
+    refusing[0] = False
+    assert writer.append(record) == (2, 0, len(record))
+    writer.close()
+    assert journal_log.read_from(writer.path(1), 0) == record

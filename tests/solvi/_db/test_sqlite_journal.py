@@ -232,14 +232,16 @@ def test_a_backlog_is_applied_in_short_transactions_and_bounded(
     assert count == 41
 
 
-def test_a_writer_that_cannot_catch_up_fails_the_commits_waiting_for_it(
+def test_a_writer_that_cannot_catch_up_stops_the_log_growing_until_it_can(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past BACKLOG records, a commit waits for the writer; when the writer cannot apply
-    the log (the file is held past its timeout), that commit raises the writer's
-    JournalError rather than letting the backlog grow without a word. Its record stays
-    in the log, and closing the journal tries once more to apply it."""
+    """Past BACKLOG records a commit is appended, then waits for the writer; once the
+    writer has failed to apply the log (the file held past its timeout), further
+    commits are refused with a JournalError naming the cause, and nothing of them is
+    written, so the backlog stops growing. Once a try succeeds, commits are taken again,
+    and every commit taken is applied."""
     import sqlite3
+    import time
 
     from solvi._db import sqlite_journal
 
@@ -265,15 +267,103 @@ def test_a_writer_that_cannot_catch_up_fails_the_commits_waiting_for_it(
     holder.execute("BEGIN IMMEDIATE")
     try:
         tickets = [journal.submit(opening(n)) for n in range(6)]
-        with pytest.raises(JournalError, match="database is locked"):
-            tickets[5].wait()
+        tickets[5].wait()  # the writer tried, and failed: the record is durable all the same
+        refused = journal.submit(opening(6))
+        with pytest.raises(JournalError, match=r"holds 6 commits in its log .*database is locked"):
+            refused.wait()
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    journal.close()  # tries once more, and the file is free now
+    deadline = time.monotonic() + 10
+    while True:  # the refusal queued another try, which now succeeds
+        taken = journal.submit(opening(7))
+        if taken.error is None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    taken.wait()
+    journal.close()
     conn = sqlite3.connect(path)
     try:
-        (count,) = conn.execute("SELECT count(*) FROM journal_requests").fetchone()
+        ids = sorted(row[0] for row in conn.execute("SELECT request_id FROM journal_requests"))
     finally:
         conn.close()
-    assert count == 6
+    assert ids == [f"r{n}" for n in (0, 1, 2, 3, 4, 5, 7)]
+
+
+def test_a_connection_opened_read_only_is_opened_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite opens a file it may not write read-only, and the connection stays so once
+    the file is writable: the commit that meets it fails naming the rights, and the
+    next one, on a connection opened again, lands."""
+    import sqlite3
+
+    from solvi._db import sqlite_journal
+
+    path = tmp_path / "j.db"
+    SQLiteJournal(path).close()  # the file exists, migrated
+    real_connect = sqlite3.connect
+    read_only = [True]
+
+    def connect(database: Any, **options: Any) -> sqlite3.Connection:
+        if read_only[0]:
+            read_only[0] = False
+            return real_connect(f"file:{database}?mode=ro", uri=True, **options)
+        return real_connect(database, **options)
+
+    journal = SQLiteJournal(path, synchronous="FULL")
+    monkeypatch.setattr(sqlite_journal.sqlite3, "connect", connect)
+
+    def opening(n: int) -> tuple[Any, ...]:
+        return (
+            journal.open_statement(
+                f"r{n}",
+                catalog="c",
+                catalog_version="1",
+                state_json="{}",
+                plan=(),
+                early_exit=False,
+            ),
+        )
+
+    with pytest.raises(JournalError, match=r"readonly database.*may not write it"):
+        journal.commit(opening(0))
+    journal.commit(opening(1))
+    assert journal.has_request("r1") is True
+    assert journal.has_request("r0") is False
+    journal.close()
+
+
+def test_closing_goes_on_past_log_files_it_cannot_cut_or_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner folder that no longer lets this process change its files: close still
+    stops the writer and lets go of the owner lock, raising nothing (the files stay,
+    every record in them applied)."""
+    import fcntl
+
+    from solvi._db import journal_log
+
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    journal.commit(
+        (
+            journal.open_statement(
+                "r", catalog="c", catalog_version="1", state_json="{}", plan=(), early_exit=False
+            ),
+        )
+    )
+
+    def refuse(*_: Any, **__: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(journal_log.LogWriter, "close", refuse)
+    monkeypatch.setattr(Path, "unlink", refuse)
+    owner = next((tmp_path / "j.db.owners").glob("*.lock"))
+    journal.close()
+    with owner.open("w") as handle:  # the lock is free: taking it does not block
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    monkeypatch.undo()
+    later = SQLiteJournal(path)
+    assert later.has_request("r") is True
+    later.close()
