@@ -11,7 +11,6 @@ a recovering process, apply what is not applied yet for themselves.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 import sqlite3
@@ -53,6 +52,7 @@ from solvi._db.sqlite_lock import (
     use_wal,
     write_transaction,
 )
+from solvi._db.sqlite_owners import OwnerLock, holds
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -193,27 +193,15 @@ class SQLiteJournal(Journal):
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._lock_dir = Path(f"{self.path}.owners")
-        try:
-            self._lock_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"cannot make the journal's owner folder {self._lock_dir}: {exc}"
-            raise JournalError(msg) from exc
-        self._refuse_old_logs()
         self._name = _safe(self.owner)
-        self._owner_path = self._lock_dir / f"{self._name}.lock"
-        try:
-            self._owner_file = open(self._owner_path, "w")
-        except OSError as exc:
-            raise self._owner_folder_refused(exc) from exc
-        try:
-            fcntl.flock(self._owner_file, fcntl.LOCK_EX)
-        except OSError as exc:
-            self._owner_file.close()
-            self._owner_path.unlink(missing_ok=True)
-            raise self._owner_folder_refused(exc) from exc
         #: the lock file held, and the database file (once opened): either deleted or
         #: replaced under this process ends its writing, see `_lost`
-        self._owner_placed = Placed.of(self._owner_path, self._owner_file.fileno())
+        self._owner = OwnerLock(self._lock_dir, self._name)
+        try:
+            self._refuse_old_logs()
+        except BaseException:
+            self._owner.release()
+            raise
         self._placed: Placed | None = None
         #: why this process writes nothing more (None while it may)
         self._lost: JournalError | None = None
@@ -237,14 +225,6 @@ class SQLiteJournal(Journal):
 
     def __repr__(self) -> str:
         return f"SQLiteJournal({str(self.path)!r})"
-
-    def _owner_folder_refused(self, exc: OSError) -> JournalError:
-        msg = (
-            f"cannot keep this process's lock in the journal's owner folder {self._lock_dir} "
-            f"({exc}); let this process's user write there (on a file system that has "
-            f"locks), or point journal= at a file in a folder it can write"
-        )
-        return JournalError(msg)
 
     def _damaged_file(self, exc: Exception) -> JournalError:
         if isinstance(exc, sqlite3.OperationalError) and busy(exc):
@@ -321,11 +301,11 @@ class SQLiteJournal(Journal):
         its requests (and run their steps): if this process went on, a step could run
         in both. So once its lock file is deleted or replaced, it writes nothing more.
         """
-        if self._lost is None and not self._owner_file.closed:
-            how = self._owner_placed.moved()
+        if self._lost is None and self._owner.held:
+            how = self._owner.moved()
             if how is not None:
                 self._lost = JournalError(
-                    f"this process's owner lock {str(self._owner_path)!r} {how} while it ran, "
+                    f"this process's owner lock {str(self._owner.path)!r} {how} while it ran, "
                     f"so other processes take it for dead and may have claimed its requests: "
                     f"it writes nothing more to journal {str(self.path)!r}; close this System "
                     f"and open the journal again, and keep cleaners out of {self._lock_dir}"
@@ -703,23 +683,13 @@ class SQLiteJournal(Journal):
 
     def _alive_here(self) -> bool:
         """Whether this process still counts as alive: its lock held and in place."""
-        return not self._owner_file.closed and self._lost is None
+        return self._owner.held and self._lost is None
 
     def _alive_name(self, name: str) -> bool:
         """Whether the owner whose lock file is called `name` still holds it."""
         if name == self._name:
             return self._alive_here()
-        try:
-            handle = open(self._lock_dir / f"{name}.lock")
-        except (FileNotFoundError, OSError):
-            return False
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            handle.close()
-        return False
+        return holds(self._lock_dir, name)
 
     def claim(self, request_id: str) -> bool:
         """Take over an unclosed request whose owner is dead; only one claimant wins.
@@ -759,7 +729,7 @@ class SQLiteJournal(Journal):
                         self._writer.submit(_LOGGED)
                 self._writer.close()
             log = self._log
-            if log is not None and not self._owner_file.closed:
+            if log is not None and self._owner.held:
                 with contextlib.suppress(OSError):  # the zeros after its records stay
                     log.close()
                 if not self._pending:
@@ -785,16 +755,13 @@ class SQLiteJournal(Journal):
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
         self._local = threading.local()
-        owner_file = getattr(self, "_owner_file", None)
-        if owner_file is not None and not owner_file.closed:
-            fcntl.flock(owner_file, fcntl.LOCK_UN)
-            owner_file.close()
-            with contextlib.suppress(OSError):  # left unlocked, it reads as a dead owner
-                self._owner_path.unlink(missing_ok=True)
+        owner = getattr(self, "_owner", None)
+        if owner is not None:
+            owner.release()
 
     def __del__(self) -> None:
         # An abandoned journal releases its owner lock, as the process's death would.
-        owner_file = getattr(self, "_owner_file", None)
-        if owner_file is not None and not owner_file.closed:
+        owner = getattr(self, "_owner", None)
+        if owner is not None and owner.held:
             with contextlib.suppress(Exception):
                 self.close()
