@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -214,8 +214,9 @@ _TOKEN = re.compile(
 _END = "end of policy"
 
 
-@attrs.frozen
-class _Token:
+class _Token(NamedTuple):
+    """One token (a tuple: a policy of a million steps makes millions of them)."""
+
     kind: str
     text: str
     line: int
@@ -228,10 +229,11 @@ class _Token:
 def _tokenize(text: str) -> Iterator[_Token]:
     """Yield the tokens one by one, then an ``end`` token; a long policy is never held
     as a list of tokens."""
-    pos = 0
+    pos, size = 0, len(text)
     line, line_start = 1, 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
+    match_at = _TOKEN.match
+    while pos < size:
+        match = match_at(text, pos)
         column = pos - line_start + 1
         if match is None:
             expected = "a name, '(', ')', ';', '|', '*' or a comment"
@@ -242,16 +244,16 @@ def _tokenize(text: str) -> Iterator[_Token]:
             raise PolicySyntaxError(
                 msg, line=line, column=column, expected=expected, got=repr(text[pos])
             )
-        if match.group("name"):
-            yield _Token("name", match.group("name"), line, column)
-        elif match.group("punct"):
-            yield _Token(match.group("punct"), match.group("punct"), line, column)
-        elif match.group("space"):
-            breaks = list(LINE_BREAK.finditer(text, pos, match.end()))
-            if breaks:
-                line += len(breaks)
-                line_start = breaks[-1].end()
-        pos = match.end()
+        kind, end = match.lastgroup, match.end()
+        if kind == "name":
+            yield _Token("name", text[pos:end], line, column)
+        elif kind == "punct":
+            yield _Token(text[pos], text[pos], line, column)
+        elif kind == "space" and LINE_BREAK.search(text, pos, end):
+            breaks = list(LINE_BREAK.finditer(text, pos, end))
+            line += len(breaks)
+            line_start = breaks[-1].end()
+        pos = end
     yield _Token("end", "", line, len(text) - line_start + 1)
 
 
