@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import functools
 import queue
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from time import perf_counter
@@ -182,6 +183,70 @@ def run_sequential(
             _drive_sequential(run, drive.indices, drive.filter_wanted)
 
 
+class _Gate:
+    """What a threaded drive's workers and its driving thread share, so that a drive
+    given up (an interrupt, a part's `KeyboardInterrupt`) is given up at once, as `aask`
+    gives up its tasks: no worker starts a call or a fallback producer after it, nor
+    journals or tells the hooks anything. A worker holds the gate open (`busy`) while it
+    journals and tells; the driving thread waits for that to end, then tells the hooks
+    that each call still running was cancelled, before the request's end is told."""
+
+    __slots__ = ("busy", "calling", "cond", "given_up")
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = 0
+        self.given_up = False
+        #: node index -> (node, part, start) of each call running now
+        self.calling: dict[int, tuple[Node, Part, float]] = {}
+
+    def work(self, run: Run, node: Node) -> None:
+        """Carry out the node's `attempts` in this worker thread, while the drive lasts."""
+        cond = self.cond
+        plan = attempts(run, node)
+        reply: Any = None
+        while True:
+            with cond:
+                if self.given_up:
+                    return
+                self.busy += 1
+            calling: tuple[Part, tuple[Any, ...], float] | None = None
+            try:
+                action, arg = plan.send(reply)
+                while action == START:
+                    action, arg = plan.send(run.starting(node, arg))
+                calling = arg
+            except StopIteration:
+                return
+            finally:
+                with cond:
+                    self.busy -= 1
+                    if calling is not None:
+                        self.calling[node.index] = (node, calling[0], calling[2])
+                    if not self.busy:
+                        cond.notify_all()
+            part, args, _ = calling
+            try:
+                reply = call_here(run, node, part, args)
+            finally:
+                with cond:
+                    self.calling.pop(node.index, None)
+
+    def give_up(self, run: Run) -> None:
+        """Let no worker go on; tell the hooks each call still running was cancelled."""
+        with self.cond:
+            self.given_up = True
+            while self.busy:
+                self.cond.wait()
+            running = list(self.calling.values())
+            self.calling.clear()
+        if run.hooks is not None:
+            end = perf_counter()
+            for node, part, start in running:
+                tried = node.parts.index(part)
+                run.step_ended(node, tried, start, end, "cancelled", "cancelled")
+
+
 def _drive_threaded(run: Run, drive: Drive, pool: Executor, workers: int) -> None:
     """Run one drive on a pool: each node starts as soon as the nodes it reads are done
     and fewer than `workers` of the drive's nodes are running."""
@@ -190,10 +255,12 @@ def _drive_threaded(run: Run, drive: Drive, pool: Executor, workers: int) -> Non
     if not count:
         return
     done: queue.SimpleQueue[tuple[int, BaseException | None]] = queue.SimpleQueue()
+    gate = _Gate()
+    futures: list[Future[None]] = []
 
     def work(index: int) -> None:
         try:
-            run_node(run, nodes[index])
+            gate.work(run, nodes[index])
         except BaseException as exc:  # handed back to the driving thread
             done.put((index, exc))
         else:
@@ -205,18 +272,28 @@ def _drive_threaded(run: Run, drive: Drive, pool: Executor, workers: int) -> Non
         except RuntimeError as exc:  # the pool is shut down
             raise RuntimeError(CLOSED) from exc
         future.add_done_callback(functools.partial(_tell_if_dropped, done, index))
+        futures.append(future)
 
-    queued = collections.deque(ready)
-    outstanding = 0
-    while queued or outstanding:
-        while queued and outstanding < workers:
-            submit(queued.popleft())
-            outstanding += 1
-        index, error = done.get()
-        outstanding -= 1
-        if error is not None:
-            raise error
-        queued.extend(release(waiting, nodes[index].dependents))
+    def pump() -> None:
+        queued = collections.deque(ready)
+        outstanding = 0
+        while queued or outstanding:
+            while queued and outstanding < workers:
+                submit(queued.popleft())
+                outstanding += 1
+            index, error = done.get()
+            outstanding -= 1
+            if error is not None:
+                raise error
+            queued.extend(release(waiting, nodes[index].dependents))
+
+    try:
+        pump()
+    except BaseException:
+        for future in futures:
+            future.cancel()  # those not started yet never start
+        gate.give_up(run)
+        raise
 
 
 CLOSED = (

@@ -455,3 +455,86 @@ def test_calls_given_up_under_ask_hold_at_most_threads_threads() -> None:
         time.sleep(0.01)
     assert system.ask({"item": "lamp"})["price"].value == 1.0
     system.close()
+
+
+class _Told:
+    """A hook that keeps every event in order, with a mark where the request ended."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+
+    def step_started(self, event: Any) -> None:
+        self.events.append(("step_started", event.part, None))
+
+    def step_finished(self, event: Any) -> None:
+        self.events.append(("step_finished", event.part, event.outcome))
+
+    def request_finished(self, event: Any) -> None:
+        self.events.append(("request_finished", "", event.outcome))
+
+
+def _interrupted_catalog(ran: list[str]) -> Catalog:
+    """Siblings of a part that raises KeyboardInterrupt at 0.1 s: two still running
+    then, and a fact whose first producer fails at 0.15 s, so its second would start."""
+    cat = Catalog("interrupt_siblings")
+
+    @cat.fn
+    def base(x: int) -> int:
+        return x
+
+    @cat.fn(blocking=True)
+    def boom(base: int) -> int:
+        time.sleep(0.1)
+        raise KeyboardInterrupt
+
+    @cat.fn(blocking=True)
+    def slow(base: int) -> int:
+        time.sleep(0.4)
+        ran.append("slow")
+        return base
+
+    @cat.fn(blocking=True, provides="q")
+    def q_first(base: int) -> int:
+        time.sleep(0.15)
+        ran.append("q_first")
+        raise ValueError("down")
+
+    @cat.fn(provides="q")
+    def q_second(base: int) -> int:
+        ran.append("q_second")
+        return base
+
+    @cat.rule
+    def ok(boom: int, slow: int, q: int) -> bool:
+        return True
+
+    return cat
+
+
+def test_an_interrupt_under_workers_stops_the_request_at_once(tmp_path: Any) -> None:
+    """Under ask(workers=N) an interrupt gives the request up as aask does: no call
+    starts after it (not even a fallback producer), the hooks hear each call still
+    running end as cancelled, then the request's end, and nothing after; nothing more
+    is journaled, though the calls' threads finish later."""
+    ran: list[str] = []
+    told = _Told()
+    system = System(
+        _interrupted_catalog(ran),
+        [Question("ok")],
+        hooks=[told],
+        journal=str(tmp_path / "journal.db"),
+    )
+    with pytest.raises(KeyboardInterrupt):
+        system.ask({"x": 1}, request_id="r", workers=4)
+    at_raise = list(told.events)
+    assert system.journal is not None
+    entries_at_raise = [(e.kind, e.part) for e in system.journal.load("r").entries]
+    time.sleep(0.6)  # the threads of slow and q_first end meanwhile
+    assert told.events == at_raise
+    assert at_raise[-1] == ("request_finished", "", "interrupted")
+    ended = {(part, outcome) for kind, part, outcome in at_raise if kind == "step_finished"}
+    assert {("slow", "cancelled"), ("q_first", "cancelled")} <= ended
+    assert sorted(ran) == ["q_first", "slow"]  # they ran to their end; q_second never began
+    assert [(e.kind, e.part) for e in system.journal.load("r").entries] == entries_at_raise
+    assert ("started", "q_second") not in entries_at_raise
+    system.close()
