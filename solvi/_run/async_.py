@@ -185,6 +185,8 @@ class _Driver:
         self.waking = 0
         #: set when the current drive's last node is done (while the host waits)
         self.finished: anyio.Event | None = None
+        #: a KeyboardInterrupt or SystemExit a worker task met, for the host to raise
+        self.stopped: BaseException | None = None
 
     def _cancel_unneeded(self) -> None:
         run = self.run
@@ -283,6 +285,19 @@ class _Driver:
                 return  # the busy workers take what is left as they finish
             await self._park()
 
+    async def _task(self) -> None:
+        """A worker in a task of its own. A KeyboardInterrupt or SystemExit (from a part,
+        never its failure) is handed to the request's own task to raise, the others
+        cancelled: out of a task, asyncio would stop its loop on the spot, and the loop's
+        cleanup after that left anyio's worker threads waiting, so the process never
+        exited."""
+        try:
+            await self._worker()
+        except (KeyboardInterrupt, SystemExit) as exc:
+            if self.stopped is None:
+                self.stopped = exc
+            self.tg.cancel_scope.cancel()
+
     def _starting_with(self, node: Node) -> list[tuple[int, str]] | None:
         """The ready nodes that other workers are about to start on the fast path
         (whose starts may go out with `node`'s): none in a speculative drive, where a
@@ -302,7 +317,7 @@ class _Driver:
         woken = min(wanted, len(self.parked))
         self._wake(woken)
         for _ in range(wanted - woken):
-            self.tg.start_soon(self._worker, name="solvi-step")
+            self.tg.start_soon(self._task, name="solvi-step")
 
     def _wake(self, count: int) -> None:
         parked = self.parked
@@ -351,7 +366,7 @@ class _Driver:
         self.running = 0
         self.finished = None
         for _ in range(self.slow_ready - 1):
-            self.tg.start_soon(self._worker, name="solvi-step")
+            self.tg.start_soon(self._task, name="solvi-step")
         await self._worker()
         if self.remaining:
             # Other workers hold the drive's last nodes: wait for them to finish.
@@ -385,3 +400,5 @@ async def run_async(
                 await driver.drive(drive)
     except BaseExceptionGroup as group:
         raise alone(group) from None
+    if driver.stopped is not None:
+        raise driver.stopped

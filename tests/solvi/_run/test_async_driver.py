@@ -613,3 +613,64 @@ def test_calls_given_up_on_timeout_hold_their_threads_until_they_end(backend: st
     assert statuses == ["abstained"] * 12
     assert overlap.peak <= 2
     assert overlap.now == 0
+
+
+#: a request whose part raises KeyboardInterrupt in a worker thread while five more
+#: run in theirs, under the backend named on the command line
+_INTERRUPTED_SCRIPT = """
+import sys, time
+import anyio
+from solvi import Catalog, Question, System
+
+cat = Catalog("interrupted")
+
+def make(i):
+    def slow(x: int) -> int:
+        time.sleep(0.3)
+        return x
+    slow.__name__ = f"slow{i}"
+    cat.fn(blocking=True, provides=f"s{i}")(slow)
+
+for i in range(5):
+    make(i)
+
+@cat.fn(blocking=True)
+def boom(x: int) -> int:
+    time.sleep(0.1)
+    raise KeyboardInterrupt
+
+@cat.rule
+def ok(s0: int, s1: int, s2: int, s3: int, s4: int, boom: int) -> bool:
+    return True
+
+system = System(cat, [Question("ok")])
+try:
+    anyio.run(system.aask, {"x": 1}, backend=sys.argv[1])
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_keyboard_interrupt_in_a_worker_task_lets_the_process_exit(
+    backend: str, tmp_path: Any
+) -> None:
+    """A part's KeyboardInterrupt in another worker task than the request's own comes
+    out of aask as itself; on asyncio it used to escape that task, stop the loop on
+    the spot, and leave anyio's worker threads waiting, so the process never exited."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_SCRIPT, backend],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert (done.returncode, done.stdout) == (0, "KeyboardInterrupt\n"), done.stderr
