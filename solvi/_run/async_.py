@@ -225,74 +225,75 @@ class _Driver:
     # -- workers -------------------------------------------------------------
 
     async def _worker(self) -> None:
+        """Take ready nodes until none is left for this worker.
+
+        A KeyboardInterrupt or SystemExit (from a part, never its failure) is kept for
+        `run_async` to raise once the others are cancelled: out of a task of its own,
+        asyncio would stop its loop on the spot, and the loop's cleanup after that left
+        anyio's worker threads waiting, so the process never exited.
+        """
         run = self.run
         nodes = run.program.nodes
-        while True:
-            ready = self.ready  # read each turn: a woken worker may serve the next drive
-            if ready:
-                index = ready.popleft()
-                self.unstarted -= 1
-                if self.slow[index]:  # known: worked out when it became ready
-                    self.slow_ready -= 1
-                self.running += 1
-                node = nodes[index]
-                if run.fast_async(node) and not (self.speculative and node.phase == 1):
-                    # The fast path in this task's own frame: no coroutine per step
-                    # beyond the part's (and the journal's start), which keeps the
-                    # collector's work down. The journal and the hooks hear of the
-                    # step in the order `attempts` gives.
-                    start = perf_counter()
-                    if run.journal is None:
-                        refused = None
-                    else:
-                        others = self._starting_with(node) if ready else None
-                        refused = await _astarting(run, node, 0, others)
-                    if refused is not None:
-                        run.called(node, 0, start, perf_counter(), None, refused)
-                    else:
-                        hooks = run.hooks
-                        if hooks is not None:
-                            run.step_started(node, 0, start)
-                            start = perf_counter()  # the hooks' time is not the part's
-                        try:
-                            value = fast_call(node, run.vals)
-                            if node.simple_async:
-                                value = await value
-                        except BaseException as exc:
-                            if not part_failed(exc):
-                                if hooks is not None and isinstance(exc, self.cancelled):
-                                    end = perf_counter()
-                                    run.step_ended(node, 0, start, end, "cancelled", "cancelled")
-                                raise
-                            run.fast_failed(node, start, exc)
-                        else:
-                            if run.journal is None and hooks is None:
-                                run.fast_ok(node, start, perf_counter(), value)
-                            else:
-                                run.called(node, 0, start, perf_counter(), value, None)
-                else:
-                    await self._execute(node)
-                self.running -= 1
-                self._complete(index)
-                if self.slow_ready > 1 + self.waking:
-                    # This worker takes the next ready node; others run the rest.
-                    self._add_workers(self.slow_ready - 1 - self.waking)
-                continue
-            if self.running == 0:
-                self._wake(len(self.parked))  # nothing can become ready any more
-                return
-            if self.unstarted <= self.running:
-                return  # the busy workers take what is left as they finish
-            await self._park()
-
-    async def _task(self) -> None:
-        """A worker in a task of its own. A KeyboardInterrupt or SystemExit (from a part,
-        never its failure) is handed to the request's own task to raise, the others
-        cancelled: out of a task, asyncio would stop its loop on the spot, and the loop's
-        cleanup after that left anyio's worker threads waiting, so the process never
-        exited."""
         try:
-            await self._worker()
+            while True:
+                ready = self.ready  # read each turn: a woken worker may serve the next drive
+                if ready:
+                    index = ready.popleft()
+                    self.unstarted -= 1
+                    if self.slow[index]:  # known: worked out when it became ready
+                        self.slow_ready -= 1
+                    self.running += 1
+                    node = nodes[index]
+                    if run.fast_async(node) and not (self.speculative and node.phase == 1):
+                        # The fast path in this task's own frame: no coroutine per step
+                        # beyond the part's (and the journal's start), which keeps the
+                        # collector's work down. The journal and the hooks hear of the
+                        # step in the order `attempts` gives.
+                        start = perf_counter()
+                        if run.journal is None:
+                            refused = None
+                        else:
+                            others = self._starting_with(node) if ready else None
+                            refused = await _astarting(run, node, 0, others)
+                        if refused is not None:
+                            run.called(node, 0, start, perf_counter(), None, refused)
+                        else:
+                            hooks = run.hooks
+                            if hooks is not None:
+                                run.step_started(node, 0, start)
+                                start = perf_counter()  # the hooks' time is not the part's
+                            try:
+                                value = fast_call(node, run.vals)
+                                if node.simple_async:
+                                    value = await value
+                            except BaseException as exc:
+                                if not part_failed(exc):
+                                    if hooks is not None and isinstance(exc, self.cancelled):
+                                        end = perf_counter()
+                                        run.step_ended(
+                                            node, 0, start, end, "cancelled", "cancelled"
+                                        )
+                                    raise
+                                run.fast_failed(node, start, exc)
+                            else:
+                                if run.journal is None and hooks is None:
+                                    run.fast_ok(node, start, perf_counter(), value)
+                                else:
+                                    run.called(node, 0, start, perf_counter(), value, None)
+                    else:
+                        await self._execute(node)
+                    self.running -= 1
+                    self._complete(index)
+                    if self.slow_ready > 1 + self.waking:
+                        # This worker takes the next ready node; others run the rest.
+                        self._add_workers(self.slow_ready - 1 - self.waking)
+                    continue
+                if self.running == 0:
+                    self._wake(len(self.parked))  # nothing can become ready any more
+                    return
+                if self.unstarted <= self.running:
+                    return  # the busy workers take what is left as they finish
+                await self._park()
         except (KeyboardInterrupt, SystemExit) as exc:
             if self.stopped is None:
                 self.stopped = exc
@@ -317,7 +318,7 @@ class _Driver:
         woken = min(wanted, len(self.parked))
         self._wake(woken)
         for _ in range(wanted - woken):
-            self.tg.start_soon(self._task, name="solvi-step")
+            self.tg.start_soon(self._worker, name="solvi-step")
 
     def _wake(self, count: int) -> None:
         parked = self.parked
@@ -366,7 +367,7 @@ class _Driver:
         self.running = 0
         self.finished = None
         for _ in range(self.slow_ready - 1):
-            self.tg.start_soon(self._task, name="solvi-step")
+            self.tg.start_soon(self._worker, name="solvi-step")
         await self._worker()
         if self.remaining:
             # Other workers hold the drive's last nodes: wait for them to finish.
