@@ -63,20 +63,28 @@ class _Turn:
                 return None
         return self._room
 
+    def _try_lock(self, how: int, *, make: bool) -> bool | None:
+        """Take the waiting file's lock `how` without waiting: True when taken, False
+        when another process holds it the other way, None when there is no file to
+        lock (or the file system refuses)."""
+        room = self._open(make=make)
+        if room is None:
+            return None
+        try:
+            fcntl.flock(room, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return None
+        return True
+
     def others_wait(self) -> bool:
         """Whether another process says it waits for the write lock (its shared lock
         on the waiting file keeps this exclusive probe out)."""
-        room = self._open(make=False)
-        if room is None:
-            return False
-        try:
-            fcntl.flock(room, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        fcntl.flock(room, fcntl.LOCK_UN)
-        return False
+        taken = self._try_lock(fcntl.LOCK_EX, make=False)
+        if taken:
+            self.stop_waiting()
+        return taken is False
 
     def give_way(self, deadline: float) -> None:
         """Wait while another process says it waits, for at most `GIVE_WAY` seconds."""
@@ -87,16 +95,10 @@ class _Turn:
     def say_waiting(self) -> bool:
         """Take a shared lock on the waiting file (until `stop_waiting`); False when it
         cannot be had now (another process is probing: try again at the next look)."""
-        room = self._open(make=True)
-        if room is None:
-            return False
-        try:
-            fcntl.flock(room, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return False
-        return True
+        return self._try_lock(fcntl.LOCK_SH, make=True) is True
 
     def stop_waiting(self) -> None:
+        """Let go of the waiting file's lock, shared or exclusive."""
         if self._room is not None:
             fcntl.flock(self._room, fcntl.LOCK_UN)
 

@@ -172,6 +172,16 @@ def test_a_journal_file_deleted_or_replaced_is_refused(tmp_path: Path, how: str)
     journal.close()
 
 
+def _opening(journal: SQLiteJournal, name: int | str) -> tuple[Any, ...]:
+    """The unit of one request's open entry (``r<n>`` for a number)."""
+    request_id = name if isinstance(name, str) else f"r{name}"
+    return (
+        journal.open_statement(
+            request_id, catalog="c", catalog_version="1", state_json="{}", plan=(), early_exit=False
+        ),
+    )
+
+
 def test_a_backlog_is_applied_in_short_transactions_and_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,23 +207,11 @@ def test_a_backlog_is_applied_in_short_transactions_and_bounded(
     path = tmp_path / "j.db"
     journal = SQLiteJournal(path)
 
-    def opening(n: int) -> tuple[Any, ...]:
-        return (
-            journal.open_statement(
-                f"r{n}",
-                catalog="c",
-                catalog_version="1",
-                state_json="{}",
-                plan=(),
-                early_exit=False,
-            ),
-        )
-
     journal.catch_up()  # the writer's connection exists before the file is held
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        tickets = [journal.submit(opening(n)) for n in range(41)]
+        tickets = [journal.submit(_opening(journal, n)) for n in range(41)]
         assert all(t.done for t in tickets[:40])
         time.sleep(0.2)
         assert not tickets[40].done  # durable in the log; its caller waits for the writer
@@ -250,25 +248,13 @@ def test_a_writer_that_cannot_catch_up_stops_the_log_growing_until_it_can(
     path = tmp_path / "j.db"
     journal = SQLiteJournal(path)
 
-    def opening(n: int) -> tuple[Any, ...]:
-        return (
-            journal.open_statement(
-                f"r{n}",
-                catalog="c",
-                catalog_version="1",
-                state_json="{}",
-                plan=(),
-                early_exit=False,
-            ),
-        )
-
     journal.catch_up()
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        tickets = [journal.submit(opening(n)) for n in range(6)]
+        tickets = [journal.submit(_opening(journal, n)) for n in range(6)]
         tickets[5].wait()  # the writer tried, and failed: the record is durable all the same
-        refused = journal.submit(opening(6))
+        refused = journal.submit(_opening(journal, 6))
         with pytest.raises(JournalError, match=r"holds 6 commits in its log .*database is locked"):
             refused.wait()
     finally:
@@ -276,7 +262,7 @@ def test_a_writer_that_cannot_catch_up_stops_the_log_growing_until_it_can(
         holder.close()
     deadline = time.monotonic() + 10
     while True:  # the refusal queued another try, which now succeeds
-        taken = journal.submit(opening(7))
+        taken = journal.submit(_opening(journal, 7))
         if taken.error is None or time.monotonic() > deadline:
             break
         time.sleep(0.05)
@@ -314,21 +300,9 @@ def test_a_connection_opened_read_only_is_opened_again(
     journal = SQLiteJournal(path, synchronous="FULL")
     monkeypatch.setattr(sqlite_journal.sqlite3, "connect", connect)
 
-    def opening(n: int) -> tuple[Any, ...]:
-        return (
-            journal.open_statement(
-                f"r{n}",
-                catalog="c",
-                catalog_version="1",
-                state_json="{}",
-                plan=(),
-                early_exit=False,
-            ),
-        )
-
     with pytest.raises(JournalError, match=r"readonly database.*may not write it"):
-        journal.commit(opening(0))
-    journal.commit(opening(1))
+        journal.commit(_opening(journal, 0))
+    journal.commit(_opening(journal, 1))
     assert journal.has_request("r1") is True
     assert journal.has_request("r0") is False
     journal.close()
@@ -346,13 +320,7 @@ def test_closing_goes_on_past_log_files_it_cannot_cut_or_delete(
 
     path = tmp_path / "j.db"
     journal = SQLiteJournal(path)
-    journal.commit(
-        (
-            journal.open_statement(
-                "r", catalog="c", catalog_version="1", state_json="{}", plan=(), early_exit=False
-            ),
-        )
-    )
+    journal.commit(_opening(journal, "r"))
 
     def refuse(*_: Any, **__: Any) -> None:
         raise PermissionError(errno.EACCES, "Permission denied")
