@@ -411,13 +411,12 @@ class SQLiteJournal(Journal):
 
     def _stalled(self, writer: Any) -> Ticket | None:
         """Past `BACKLOG`, once the writer failed to catch up: a refusal (nothing written)
-        until a try succeeds, one queued if none is; None while the writer is trying."""
+        until a try succeeds, one nudged (within `Writer.delay`, however many commits are
+        refused meanwhile); None while the writer is trying."""
         cause = self._catch_up_error
         if cause is None:
             return None
-        tried = self._caught_up
-        if tried is None or tried.done:
-            self._caught_up = writer.submit(_LOGGED, quiet=True)
+        writer.nudge(_LOGGED)
         msg = (
             f"journal {str(self.path)!r} holds {len(self._pending)} commits in its log that "
             f"its writer could not apply ({cause}), so it takes no more until it can: they "

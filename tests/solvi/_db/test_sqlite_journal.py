@@ -335,3 +335,44 @@ def test_closing_goes_on_past_log_files_it_cannot_cut_or_delete(
     later = SQLiteJournal(path)
     assert later.has_request("r") is True
     later.close()
+
+
+def test_a_writer_that_cannot_write_tries_again_at_its_own_pace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the file cannot be written and commits are refused, the writer tries again
+    within Writer.delay of a refusal, not once for every refused commit."""
+    import sqlite3
+    import time
+
+    from solvi._db import sqlite_journal
+
+    monkeypatch.setattr(sqlite_journal, "BACKLOG", 3)
+    monkeypatch.setattr(sqlite_journal, "BUSY_TIMEOUT", 0.0)  # a try fails at once
+    tries = []
+    write = SQLiteJournal._write
+
+    def counted(self: SQLiteJournal, units: list[Any]) -> None:
+        tries.append(time.monotonic())
+        write(self, units)
+
+    monkeypatch.setattr(SQLiteJournal, "_write", counted)
+    journal = SQLiteJournal(tmp_path / "j.db")
+    journal.catch_up()
+    holder = sqlite3.connect(tmp_path / "j.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    refused = 0
+    try:
+        for n in range(4):
+            journal.submit(_opening(journal, n)).wait()
+        start, n = time.monotonic(), 4
+        while time.monotonic() - start < 0.5:
+            refused += journal.submit(_opening(journal, n)).error is not None
+            n += 1
+            time.sleep(0.001)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    journal.close()
+    assert refused > 100
+    assert len(tries) <= 0.5 / journal.writer.delay + 5
