@@ -52,7 +52,7 @@ from solvi._db.sqlite_lock import (
     use_wal,
     write_transaction,
 )
-from solvi._db.sqlite_owners import OwnerLock, holds
+from solvi._db.sqlite_owners import OwnerLock, holds, sweep
 from solvi._db.sqlite_store import SQLiteStore, sqlite_execute
 from solvi._db.store_plans import SQLITE, Dialect, Plan, drive
 from solvi._db.writer import Ticket, WriterClosed, done_ticket
@@ -199,6 +199,7 @@ class SQLiteJournal(Journal):
         self._owner = OwnerLock(self._lock_dir, self._name)
         try:
             self._refuse_old_logs()
+            sweep(self._lock_dir)
         except BaseException:
             self._owner.release()
             raise

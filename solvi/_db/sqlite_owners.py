@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import time
 from pathlib import Path
 
 from solvi._db.journal_base import JournalError
 from solvi._db.sqlite_lock import Placed
 
-__all__ = ["OwnerLock", "holds"]
+__all__ = ["STALE_AFTER", "OwnerLock", "holds", "sweep"]
+
+#: seconds an unlocked lock file is left alone: a starting process makes its file, then
+#: locks it, and one swept in between would take that process for dead
+STALE_AFTER = 60.0
 
 
 class OwnerLock:
@@ -90,3 +96,27 @@ def holds(folder: Path, name: str) -> bool:
     finally:
         handle.close()
     return False
+
+
+def sweep(folder: Path) -> int:
+    """Delete the lock files of dead owners (a process killed leaves its file), and say
+    how many: a file nobody holds, made more than `STALE_AFTER` seconds ago. A dead
+    owner reads the same with its file gone, so nothing but the clutter goes."""
+    swept = 0
+    cutoff = time.time() - STALE_AFTER
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.endswith(".lock"):
+            continue
+        path = folder / name
+        try:
+            if path.stat().st_mtime > cutoff or holds(folder, name[: -len(".lock")]):
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        swept += 1
+    return swept

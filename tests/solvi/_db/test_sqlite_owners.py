@@ -61,3 +61,47 @@ def test_a_released_lock_whose_file_cannot_be_deleted_still_lets_go(
     assert holds(tmp_path, "me") is False
     with lock.path.open() as handle:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_sweep_deletes_only_old_lock_files_nobody_holds(tmp_path: Path) -> None:
+    """A killed process leaves its file: once it is older than STALE_AFTER and unlocked
+    it goes. A held one stays, and so does a new unlocked one (a process between making
+    its file and locking it)."""
+    import os
+    import time
+
+    from solvi._db.sqlite_owners import STALE_AFTER, sweep
+
+    live = OwnerLock(tmp_path, "live")
+    dead, starting = tmp_path / "dead.lock", tmp_path / "starting.lock"
+    dead.write_text("")
+    starting.write_text("")
+    old = time.time() - STALE_AFTER - 1
+    for path in (dead, live.path):
+        os.utime(path, (old, old))
+    (tmp_path / "other.jlog").write_text("")
+    assert sweep(tmp_path) == 1
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["live.lock", "other.jlog", "starting.lock"]
+    live.release()
+
+
+def test_opening_a_journal_sweeps_dead_owners(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from solvi._db.sqlite_journal import SQLiteJournal
+    from solvi._db.sqlite_owners import STALE_AFTER
+
+    first = SQLiteJournal(tmp_path / "j.db")
+    first.close()
+    owners = tmp_path / "j.db.owners"
+    dead = owners / "killed.lock"
+    dead.write_text("")
+    old = time.time() - STALE_AFTER - 1
+    os.utime(dead, (old, old))
+    second = SQLiteJournal(tmp_path / "j.db")
+    try:
+        assert not dead.exists()
+    finally:
+        second.close()
