@@ -6,6 +6,7 @@ import collections
 import functools
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from time import perf_counter
@@ -191,22 +192,23 @@ class _Gate:
     journals and tells; the driving thread waits for that to end, then tells the hooks
     that each call still running was cancelled, before the request's end is told."""
 
-    __slots__ = ("busy", "calling", "cond", "given_up")
+    __slots__ = ("busy", "calling", "given_up", "lock")
 
     def __init__(self) -> None:
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
         self.busy = 0
         self.given_up = False
-        #: node index -> (node, part, start) of each call running now
+        #: node index -> (node, part, start) of each call running now (with hooks)
         self.calling: dict[int, tuple[Node, Part, float]] = {}
 
     def work(self, run: Run, node: Node) -> None:
         """Carry out the node's `attempts` in this worker thread, while the drive lasts."""
-        cond = self.cond
+        lock = self.lock
+        told = run.hooks is not None
         plan = attempts(run, node)
         reply: Any = None
         while True:
-            with cond:
+            with lock:
                 if self.given_up:
                     return
                 self.busy += 1
@@ -219,27 +221,31 @@ class _Gate:
             except StopIteration:
                 return
             finally:
-                with cond:
+                with lock:
                     self.busy -= 1
-                    if calling is not None:
+                    if told and calling is not None:
                         self.calling[node.index] = (node, calling[0], calling[2])
-                    if not self.busy:
-                        cond.notify_all()
             part, args, _ = calling
+            if not told:
+                reply = call_here(run, node, part, args)
+                continue
             try:
                 reply = call_here(run, node, part, args)
             finally:
-                with cond:
+                with lock:
                     self.calling.pop(node.index, None)
 
     def give_up(self, run: Run) -> None:
         """Let no worker go on; tell the hooks each call still running was cancelled."""
-        with self.cond:
+        with self.lock:
             self.given_up = True
-            while self.busy:
-                self.cond.wait()
-            running = list(self.calling.values())
-            self.calling.clear()
+        while True:  # a worker journaling or telling finishes that first (rare: poll)
+            with self.lock:
+                if not self.busy:
+                    running = list(self.calling.values())
+                    self.calling.clear()
+                    break
+            time.sleep(0.0005)
         if run.hooks is not None:
             end = perf_counter()
             for node, part, start in running:
