@@ -590,10 +590,13 @@ class SQLiteJournal(Journal):
             except OSError:
                 break
 
-    def _drop_if_read_only(self, exc: sqlite3.DatabaseError) -> None:
-        """A file SQLite could not write at open is read-only to that connection for good."""
+    def _drop_if_read_only(self, exc: sqlite3.DatabaseError) -> bool:
+        """A file SQLite could not write at open is read-only to that connection for
+        good: close it (to be opened again), and say whether it was so."""
         if (getattr(exc, "sqlite_errorname", None) or "").startswith("SQLITE_READONLY"):
             self._close_own_conn()
+            return True
+        return False
 
     def _writer_exit(self) -> None:
         self._close_own_conn()
@@ -626,7 +629,13 @@ class SQLiteJournal(Journal):
                 finally:
                     self._local.view = False
         except sqlite3.DatabaseError as exc:
-            self._drop_if_read_only(exc)
+            if self._drop_if_read_only(exc) and not commit:
+                msg = (
+                    f"journal {str(self.path)!r} could not be read ({exc}): a read applies "
+                    f"the commit logs in a transaction it rolls back, so it needs to write "
+                    f"the file; {unwritable(exc)}"
+                )
+                raise JournalError(msg) from exc
             raise self._damaged_file(exc) from exc
         except OSError as exc:
             msg = f"cannot read the commit logs of journal {str(self.path)!r}: {exc}"

@@ -376,3 +376,38 @@ def test_a_writer_that_cannot_write_tries_again_at_its_own_pace(
     journal.close()
     assert refused > 100
     assert len(tries) <= 0.5 / journal.writer.delay + 5
+
+
+def test_a_read_refused_as_read_only_says_why_it_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read applies the commit logs not yet applied in a transaction it rolls back,
+    so on a file this process may not write it can fail: the error says why a read
+    writes (not that a commit failed), and the next read opens its connection again."""
+    import sqlite3
+
+    from solvi._db import journal_log
+
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    apply_logs = journal_log.apply_logs
+    refusals = [1]
+
+    def read_only_once(*args: Any, **options: Any) -> Any:
+        if refusals.pop() if refusals else 0:
+            exc = sqlite3.OperationalError("attempt to write a readonly database")
+            exc.sqlite_errorname = "SQLITE_READONLY"
+            raise exc
+        return apply_logs(*args, **options)
+
+    monkeypatch.setattr(journal_log, "apply_logs", read_only_once)
+    with pytest.raises(JournalError) as refused:
+        journal.has_request("r")
+    assert str(refused.value) == (
+        f"journal {str(path)!r} could not be read (attempt to write a readonly database): "
+        f"a read applies the commit logs in a transaction it rolls back, so it needs to "
+        f"write the file; this process may not write it: let its user write the file, its "
+        f"folder and the -wal and -shm files beside it"
+    )
+    assert journal.has_request("r") is False
+    journal.close()
