@@ -257,14 +257,16 @@ def _tokenize(text: str) -> Iterator[_Token]:
     yield _Token("end", "", line, len(text) - line_start + 1)
 
 
+def _limit(cap: int, default: int, constant: str, option: str) -> str:
+    """How a refusal names its cap: the module's constant when it is the default, else
+    the option it was given as."""
+    return f"{constant} = {default}" if cap == default else f"{option} = {cap}"
+
+
 def too_many_states(max_states: int) -> PolicyCompileError:
     """The refusal of a policy needing more than ``max_states`` automaton states: one
     text, whether ``parse`` sees it coming or ``compile_policy`` reaches it."""
-    limit = (
-        f"MAX_POLICY_STATES = {MAX_POLICY_STATES}"
-        if max_states == MAX_POLICY_STATES
-        else f"max_states = {max_states}"
-    )
+    limit = _limit(max_states, MAX_POLICY_STATES, "MAX_POLICY_STATES", "max_states")
     msg = (
         f"policy needs more than {max_states} automaton states (limit"
         f" {limit}); shorten it, or build the chart with"
@@ -277,10 +279,8 @@ def too_many_states(max_states: int) -> PolicyCompileError:
 def too_many_transitions(max_transitions: int, name: str | None, why: str) -> PolicyCompileError:
     """The refusal of a policy whose chart needs more than ``max_transitions``
     transitions (`why` says what makes them); `name` is the policy's, when known."""
-    limit = (
-        f"MAX_POLICY_TRANSITIONS = {MAX_POLICY_TRANSITIONS}"
-        if max_transitions == MAX_POLICY_TRANSITIONS
-        else f"max_transitions = {max_transitions}"
+    limit = _limit(
+        max_transitions, MAX_POLICY_TRANSITIONS, "MAX_POLICY_TRANSITIONS", "max_transitions"
     )
     named = "policy" if name is None else f"policy {name!r}"
     msg = (

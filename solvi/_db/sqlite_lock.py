@@ -46,32 +46,33 @@ class _Turn:
     """One database file's turns: the lock this process's threads take in turn before
     they write it, and the file by which its processes say they wait for it."""
 
-    __slots__ = ("_room", "lock", "room")
+    __slots__ = ("_fd", "lock", "waiting")
 
     def __init__(self, path: str) -> None:
         self.lock = threading.RLock()
-        self.room = f"{path}-waiting"
-        #: the open waiting file, or None while none was opened
-        self._room: int | None = None
+        #: the waiting file beside the database
+        self.waiting = f"{path}-waiting"
+        #: its descriptor, or None while it was not opened
+        self._fd: int | None = None
 
     def _open(self, *, make: bool) -> int | None:
-        if self._room is None:
+        if self._fd is None:
             flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if make else 0)
             try:
-                self._room = os.open(self.room, flags, 0o666)
+                self._fd = os.open(self.waiting, flags, 0o666)
             except OSError:
                 return None
-        return self._room
+        return self._fd
 
     def _try_lock(self, how: int, *, make: bool) -> bool | None:
         """Take the waiting file's lock `how` without waiting: True when taken, False
         when another process holds it the other way, None when there is no file to
         lock (or the file system refuses)."""
-        room = self._open(make=make)
-        if room is None:
+        fd = self._open(make=make)
+        if fd is None:
             return None
         try:
-            fcntl.flock(room, how | fcntl.LOCK_NB)
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
         except OSError:
@@ -99,15 +100,15 @@ class _Turn:
 
     def stop_waiting(self) -> None:
         """Let go of the waiting file's lock, shared or exclusive."""
-        if self._room is not None:
-            fcntl.flock(self._room, fcntl.LOCK_UN)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def forget(self) -> None:
         """In a forked child: the waiting file's descriptor is the parent's too (and so
         are its locks), so the child lets it go without unlocking and opens its own."""
-        if self._room is not None:
-            os.close(self._room)
-            self._room = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 #: by the file's real path, and by each spelling of it seen (so it is resolved once)
