@@ -747,6 +747,7 @@ class SQLiteJournal(Journal):
                             log.path(generation).unlink(missing_ok=True)
         finally:
             self._release()
+        # A process that lost its owner lock told every caller since, each commit refused.
         if self._pending and self._catch_up_error is not None and self._lost is None:
             warnings.warn(
                 f"journal {str(self.path)!r} closed with {len(self._pending)} commits in its "
