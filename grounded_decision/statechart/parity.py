@@ -21,7 +21,8 @@ from grounded_decision.statechart._promotion import promotion_steps
 from grounded_decision.statechart._rtl import RecursiveTangleSolver, solve_recursive_tangles
 from grounded_decision.statechart._tangle import solve_tangles
 from grounded_decision.statechart._zielonka import solve_zielonka
-from grounded_decision.statechart._zielonka_fast import ZielonkaSolver, solve_zielonka_fast
+from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
+from grounded_decision.statechart._zielonka_native import NativeZielonka, available
 from grounded_decision.statechart.certificate import verify_certificate
 from grounded_decision.statechart.game import GameGraph, Limits
 
@@ -56,6 +57,9 @@ AUTO_WORK_FLOOR = 200_000
 """The least work ``auto`` lets Zielonka do under a depth cap before handing over."""
 AUTO_FAST_FLOOR = 10_000
 """The least work ``auto`` lets Zielonka do alone with no depth cap before the race."""
+NATIVE_MIN_VERTICES = 20_000
+"""Cores of at least this many vertices are solved by the compiled Zielonka when numba is
+installed (the same algorithm and answer; loading it costs about a second per process)."""
 RACE_TURN_SECONDS = 0.05
 """In ``auto``'s race, a solver keeps its turn until it has used this much more processor
 time than the other (or finishes)."""
@@ -169,7 +173,7 @@ def _solve_peeled(
     if algorithm == "promotion":
         winner, strategy = _finish(_promote(game, peeling, budget))
     elif algorithm == "zielonka":
-        winner, strategy = solve_zielonka_fast(*args, budget=budget, vertices=core)
+        winner, strategy = _finish(_run(_zielonka(game, budget, core)))
     elif algorithm == "tl":
         winner, strategy = solve_tangles(*args, budget=budget, vertices=core)
     elif algorithm == "rtl":
@@ -212,7 +216,7 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
     clock = time.process_time
     begun = clock()
     share = _Share(budget)
-    zielonka = _run(ZielonkaSolver(*args, share, core))
+    zielonka = _run(_zielonka(game, share, core))
     while share.steps <= allowance:
         try:
             next(zielonka)
@@ -235,7 +239,18 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
             turn = 1 - turn
 
 
-def _run(solver: ZielonkaSolver | RecursiveTangleSolver) -> Generator[None, None, Answer]:
+Solver = ZielonkaSolver | NativeZielonka | RecursiveTangleSolver
+
+
+def _zielonka(game: GameGraph, budget: Budget, core: list[int]) -> ZielonkaSolver | NativeZielonka:
+    """The refined Zielonka on ``core``: compiled for large cores when numba is there."""
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    if len(core) >= NATIVE_MIN_VERTICES and available():
+        return NativeZielonka(*args, budget, core)
+    return ZielonkaSolver(*args, budget, core)
+
+
+def _run(solver: Solver) -> Generator[None, None, Answer]:
     """A solver's steps, returning its answer."""
     yield from solver.steps()
     return solver.answer()

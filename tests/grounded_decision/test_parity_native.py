@@ -1,0 +1,204 @@
+"""The compiled Zielonka against the Python one it mirrors: same regions, strategies and work."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import pytest
+from games_benchmark import GAMES
+from gd_strategies import brute_even_wins, games
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounded_decision.errors import ParityUnsolved
+from grounded_decision.statechart import (
+    NO_LIMITS,
+    GameGraph,
+    Limits,
+    check_certificate,
+    solve_parity,
+)
+from grounded_decision.statechart import _zielonka_native, parity
+from grounded_decision.statechart._parity_core import Budget
+from grounded_decision.statechart._peel import peel
+from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
+from grounded_decision.statechart._zielonka_native import NativeZielonka, available
+
+Answer = tuple[list[int], list[int], int]
+
+
+def _python(game: GameGraph, vertices: list[int] | None = None) -> Answer:
+    budget = Budget(None, None)
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    solver = ZielonkaSolver(*args, budget, vertices)
+    deque(solver.steps(), maxlen=0)
+    winner, strategy = solver.answer()
+    return winner, strategy, budget.steps
+
+
+def _native(game: GameGraph, vertices: list[int] | None = None) -> Answer:
+    budget = Budget(None, None)
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    solver = NativeZielonka(*args, budget, vertices)
+    deque(solver.steps(), maxlen=0)
+    winner, strategy = solver.answer()
+    return winner, strategy, budget.steps
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the kernel hand back to Python after every step, so each pause and resume runs."""
+    monkeypatch.setattr(_zielonka_native, "CHUNK", 1)
+
+
+def test_numba_is_installed_where_the_tests_run() -> None:
+    """The lock installs the fast extra, so the compiled solver is what these tests check."""
+    assert available()
+
+
+@settings(max_examples=300, deadline=None)
+@given(game=games(two_player=True, max_vertices=14, max_priority=7))
+def test_native_equals_python_on_random_games(game: GameGraph) -> None:
+    """Winners, strategies and units of work are identical to the Python solver's."""
+    assert _native(game) == _python(game)
+
+
+@settings(max_examples=150, deadline=None)
+@given(game=games(two_player=True, max_priority=6))
+def test_native_on_the_peeled_core_matches_brute_force(game: GameGraph) -> None:
+    """Solving only the core, as solve_parity does, the core's winners are brute force's."""
+    core = peel(game.successors, game.predecessors).core
+    winner, strategy, _ = _native(game, core)
+    assert (winner, strategy) == _python(game, core)[:2]
+    expected = brute_even_wins(game)
+    assert all((winner[v] == 0) == expected[v] for v in core)
+
+
+@pytest.mark.usefixtures("tiny_chunks")
+@settings(max_examples=100, deadline=None)
+@given(game=games(two_player=True, max_vertices=14, max_priority=7))
+def test_pausing_after_every_step_changes_nothing(game: GameGraph) -> None:
+    """Returning to Python after every step and resuming gives the same answer and work."""
+    assert _native(game) == _python(game)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("priorities", [4, None])
+def test_native_equals_python_on_seeded_random_games(seed: int, priorities: int | None) -> None:
+    """Random games of 3,000 vertices, few or as many priorities as vertices: identical."""
+    game = GAMES.random_parity_game(3_000, random.Random(seed), priorities=priorities)
+    native = _native(game)
+    assert native == _python(game)
+    assert check_certificate(game, native[0], native[1]).valid
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["counter_core", "ladder", "jurdzinski", "two_counters", "van_dijk", "recursive_ladder"],
+)
+def test_native_equals_python_on_crafted_families(label: str) -> None:
+    """Crafted games that make Zielonka re-solve again and again (deep release stacks)."""
+    game = {
+        "counter_core": lambda: GAMES.counter_core(7),
+        "ladder": lambda: GAMES.ladder(200),
+        "jurdzinski": lambda: GAMES.jurdzinski(6, 6),
+        "two_counters": lambda: GAMES.two_counters(5),
+        "van_dijk": lambda: GAMES.van_dijk_counters(6),
+        "recursive_ladder": lambda: GAMES.recursive_ladder(8),
+    }[label]()
+    assert _native(game) == _python(game)
+
+
+@pytest.mark.usefixtures("tiny_chunks")
+def test_a_crafted_game_paused_at_every_step_matches() -> None:
+    """The core counter with a pause after each of its many steps."""
+    game = GAMES.counter_core(6)
+    assert _native(game) == _python(game)
+
+
+def test_deep_nesting_grows_the_level_stack() -> None:
+    """20,000 nested priorities: far more levels than the stack starts with."""
+    n = 20_000
+    game = GameGraph(
+        names=tuple(f"v{v}" for v in range(n)),
+        start=0,
+        edges=tuple(((v, "stay", 0.0), (min(v + 1, n - 1), "next", 0.0)) for v in range(n)),
+        priority=tuple(range(n)),
+        owner=tuple(v % 2 for v in range(n)),
+    )
+    winner, strategy, steps = _native(game)
+    assert winner == list(game.owner)
+    assert (winner, strategy, steps) == _python(game)
+
+
+@pytest.fixture
+def native_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let solve_parity take the compiled solver for games of any size."""
+    monkeypatch.setattr(parity, "NATIVE_MIN_VERTICES", 1)
+
+
+@pytest.mark.usefixtures("native_everywhere")
+@pytest.mark.parametrize("algorithm", ["zielonka", "auto"])
+@settings(max_examples=80, deadline=None)
+@given(game=games(two_player=True, max_priority=6))
+def test_solve_parity_with_the_compiled_solver_matches_brute_force(
+    algorithm: str, game: GameGraph
+) -> None:
+    """Through solve_parity (peeling, deciding the peeled, auto's race) the answer holds."""
+    solution = solve_parity(game, NO_LIMITS, algorithm=algorithm)
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+    assert tuple(side == 0 for side in solution.winner) == brute_even_wins(game)
+
+
+@pytest.mark.usefixtures("native_everywhere")
+def test_solve_parity_reports_the_same_work_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ParitySolution.steps is the same whichever Zielonka ran."""
+    game = GAMES.random_parity_game(2_000, random.Random(11))
+    native = solve_parity(game, NO_LIMITS, algorithm="zielonka")
+    monkeypatch.setattr(parity, "available", lambda: False)
+    python = solve_parity(game, NO_LIMITS, algorithm="zielonka")
+    assert native == python
+
+
+@pytest.mark.usefixtures("native_everywhere")
+def test_a_step_budget_refuses_the_compiled_solver_too() -> None:
+    """A parity_steps budget stops the compiled solver with the documented refusal."""
+    game = GAMES.counter_core(8)
+    with pytest.raises(ParityUnsolved, match=r"Limits\.parity_steps") as caught:
+        solve_parity(game, Limits(max_game_vertices=None, parity_steps=50), algorithm="zielonka")
+    assert caught.value.setting == "parity_steps"
+
+
+@pytest.mark.usefixtures("native_everywhere")
+def test_without_numba_the_python_solver_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When numba cannot be imported, solve_parity quietly uses the Python solver."""
+    monkeypatch.setattr(parity, "available", lambda: False)
+    monkeypatch.setattr(parity, "NativeZielonka", _refuse)
+    game = GAMES.random_parity_game(500, random.Random(3))
+    solution = solve_parity(game, NO_LIMITS, algorithm="zielonka")
+    assert check_certificate(game, solution.winner, solution.strategy).valid
+
+
+def test_the_compiled_solver_without_numba_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Asked for directly without numba, it names the extra to install."""
+    monkeypatch.setattr(_zielonka_native, "available", lambda: False)
+    game = GAMES.counter_core(2)
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    with pytest.raises(RuntimeError, match=r"pip install 'solvi\[fast\]'"):
+        NativeZielonka(*args, Budget(None, None), None)
+
+
+def _refuse(*args: object) -> None:
+    msg = "the compiled solver must not run here"
+    raise AssertionError(msg)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(50, 400))
+def test_native_equals_python_on_larger_random_games(seed: int, n: int) -> None:
+    """Random games of up to 400 vertices, out-degree 1 or 2: identical answers and work."""
+    game = GAMES.random_parity_game(n, random.Random(seed))
+    assert _native(game) == _python(game)
