@@ -77,6 +77,10 @@ class ZielonkaSolver:
     The methods bind what they use to locals for speed.
     """
 
+    pace = 1
+    """Units of work this solver does in the time the Python solver does one (``auto``
+    scales Zielonka's head start by it, so that the head start lasts as long either way)."""
+
     def __init__(
         self,
         successors: Sequence[Sequence[int]],

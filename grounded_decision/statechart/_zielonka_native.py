@@ -65,6 +65,10 @@ def available() -> bool:
 class NativeZielonka:
     """One solve by the compiled kernel, with ``ZielonkaSolver``'s interface."""
 
+    pace = 10
+    """About ten units of work in the time the Python solver does one (measured on random
+    games of 100,000 vertices: 20 to 30 ns a unit against 200 to 260 ns)."""
+
     def __init__(
         self,
         successors: Sequence[Sequence[int]],

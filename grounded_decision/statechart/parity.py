@@ -216,7 +216,9 @@ def _race(game: GameGraph, peeling: Peeling, budget: Budget, allowance: int) -> 
     clock = time.process_time
     begun = clock()
     share = _Share(budget)
-    zielonka = _run(_zielonka(game, share, core))
+    solver = _zielonka(game, share, core)
+    allowance *= solver.pace
+    zielonka = _run(solver)
     while share.steps <= allowance:
         try:
             next(zielonka)
