@@ -39,6 +39,7 @@ from grounded_decision.statechart.parity import (
     ParitySolution,
     controller_wins_from_start,
     even_wins,
+    fast_solver_available,
     solve_parity,
     winning_regions,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "compile_game",
     "controller_wins_from_start",
     "even_wins",
+    "fast_solver_available",
     "max_mean_cycle",
     "max_mean_payoff",
     "mean_payoff_value",

@@ -31,6 +31,7 @@ __all__ = [
     "ParitySolution",
     "controller_wins_from_start",
     "even_wins",
+    "fast_solver_available",
     "solve_parity",
     "winning_regions",
 ]
@@ -151,6 +152,19 @@ def solve_parity(
     return ParitySolution(
         winner=tuple(winner), strategy=tuple(strategy), algorithm=used, steps=budget.steps
     )
+
+
+def fast_solver_available() -> bool:
+    """Whether the compiled Zielonka can run here: numba is installed (the ``fast`` extra).
+
+    With it, ``zielonka`` and ``auto`` solve cores of ``NATIVE_MIN_VERTICES`` or more with
+    compiled code; the answers and ``ParitySolution.steps`` are the same either way. The
+    first call in a process imports numba and loads (or, on a new install, compiles) the
+    kernel.
+
+    .. versionadded:: Unreleased
+    """
+    return available()
 
 
 def _edges(game: GameGraph) -> int:

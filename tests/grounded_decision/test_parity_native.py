@@ -16,10 +16,11 @@ from grounded_decision.statechart import (
     NO_LIMITS,
     GameGraph,
     Limits,
+    _zielonka_native,
     check_certificate,
+    parity,
     solve_parity,
 )
-from grounded_decision.statechart import _zielonka_native, parity
 from grounded_decision.statechart._parity_core import Budget
 from grounded_decision.statechart._peel import peel
 from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
