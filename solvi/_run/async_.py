@@ -163,7 +163,7 @@ class _Driver:
         #: speculation: the cancel scope of each phase-1 node being computed
         self.scopes: dict[int, anyio.CancelScope] = {}
         self.ready: deque[int] = deque()
-        self.waiting: dict[int, int] = {}
+        self.waiting: list[int] = []
         #: per node of the current drive: whether it may overlap with others
         self.slow = slow_flags(run.program, costs)
         #: the running library's cancellation exception (looked up once per request)

@@ -614,35 +614,36 @@ def drives(
         run.settle()
 
 
-def readiness(run: Run, drive: Drive) -> tuple[dict[int, int], Sequence[int], int]:
+def readiness(run: Run, drive: Drive) -> tuple[list[int], Sequence[int], int]:
     """What a drive waits for: per node, how many of the drive's nodes it still waits
-    for; the nodes ready now; how many nodes the drive runs (0: nothing to do)."""
+    for (`NOT_IN_DRIVE` for a node outside it); the nodes ready now; how many nodes the
+    drive runs (0: nothing to do)."""
     program = run.program
     if drive.phase is not None and not run.resumed and not drive.filter_wanted:
         # A fresh request running a whole phase: worked out at compile time.
         if not drive.indices:
-            return {}, (), 0
-        waiting = program.phase_waiting[drive.phase].copy()
+            return [], (), 0
+        waiting = list(program.phase_waiting[drive.phase])
         return waiting, program.phase_ready[drive.phase], len(drive.indices)
     todo = run.still_to_run(drive.indices, drive.filter_wanted)
     if not todo:
-        return {}, (), 0
+        return [], (), 0
     if drive.phase is not None and len(todo) == len(drive.indices):
-        waiting = program.phase_waiting[drive.phase].copy()
+        waiting = list(program.phase_waiting[drive.phase])
     else:
         waiting = waiting_counts(program.nodes, todo)
     return waiting, [i for i in todo if waiting[i] == 0], len(todo)
 
 
-def release(waiting: dict[int, int], dependents: tuple[int, ...]) -> list[int]:
-    """Count a finished node off its dependents in the drive; those now ready."""
+def release(waiting: list[int], dependents: tuple[int, ...]) -> list[int]:
+    """Count a finished node off its dependents; those of the drive now ready (a
+    dependent outside the drive starts at NOT_IN_DRIVE and never gets there)."""
     ready = []
     for d in dependents:
-        if d in waiting:
-            left = waiting[d] - 1
-            waiting[d] = left
-            if left == 0:
-                ready.append(d)
+        left = waiting[d] - 1
+        waiting[d] = left
+        if left == 0:
+            ready.append(d)
     return ready
 
 

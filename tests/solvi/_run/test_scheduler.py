@@ -36,7 +36,7 @@ from solvi._run.scheduler import (
     release,
     take_prior_calls,
 )
-from solvi._run.steps import Node, Program, cause_of, compile_flow
+from solvi._run.steps import NOT_IN_DRIVE, Node, Program, cause_of, compile_flow
 from solvi.order import OrderModel
 from solvi.response import Response
 
@@ -203,17 +203,21 @@ def test_readiness_of_a_fresh_phase_and_release_of_its_dependents(
     assert facts(program, ready) == ["account", "allowed"]
     account = program.nodes[0]
     assert facts(program, release(waiting, account.dependents)) == ["active"]
-    assert waiting == {0: 0, 1: 0, 2: 0}
+    assert waiting[:3] == [0, 0, 0]
+    # nodes of the other phase were never in the drive: nothing counts them down to 0
+    assert all(left > NOT_IN_DRIVE - len(program.nodes) for left in waiting[3:])
     # the phase's own counts are copied, never worn down
-    assert dict(program.phase_waiting[0]) == {0: 0, 1: 1, 2: 0}
+    assert program.phase_waiting[0][:3] == (0, 1, 0)
 
 
 def test_release_counts_down_only_the_nodes_of_the_drive() -> None:
     """A dependent outside the drive is ignored; one waiting for two is ready after both."""
-    waiting = {4: 2, 5: 1}
+    waiting = [NOT_IN_DRIVE] * 10
+    waiting[4:6] = [2, 1]
     assert release(waiting, (4, 9)) == []
     assert release(waiting, (4, 5)) == [4, 5]
-    assert waiting == {4: 0, 5: 0}
+    assert waiting[4:6] == [0, 0]
+    assert waiting[9] == NOT_IN_DRIVE - 1
 
 
 def test_all_checks_passing_runs_every_node_and_answers(gate: tuple[System, Program]) -> None:

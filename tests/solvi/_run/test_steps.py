@@ -13,6 +13,7 @@ from solvi._run.steps import (
     ARITY_MANY,
     ARITY_NONE,
     ARITY_ONE,
+    NOT_IN_DRIVE,
     Cause,
     Node,
     PartTimeout,
@@ -213,8 +214,8 @@ def test_waiting_counts_only_count_members() -> None:
         return x + y
 
     nodes = compile_flow(System(cat, ["z"]).plan({"a"})).nodes
-    assert waiting_counts(nodes, [0, 1, 2]) == {0: 0, 1: 1, 2: 2}
-    assert waiting_counts(nodes, [1, 2]) == {1: 0, 2: 1}
+    assert waiting_counts(nodes, [0, 1, 2]) == [0, 1, 2]
+    assert waiting_counts(nodes, [1, 2]) == [NOT_IN_DRIVE, 0, 1]
 
 
 def test_call_sync_runs_async_parts_and_times_out_sync_ones(program: Program) -> None:
