@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from grounded_decision.statechart import (
     GameGraph,
@@ -868,6 +869,90 @@ def seeds_section(*, size: int, seeds: int, first: int, timeout: float) -> int:
     return 0
 
 
+def compiled_cases(
+    *, quick: bool, size: int, seeds: int, first: int
+) -> list[tuple[str, GameGraph]]:
+    """The games of section 5: random ones from several seeds, and large near-linear ones."""
+    if quick:
+        return [
+            (f"random {seed}", random_parity_game(30_000, random.Random(seed)))
+            for seed in range(first, first + 2)
+        ] + [("ladder n=20000", ladder(20_000))]
+    cases = [
+        (f"random {seed}", random_parity_game(size, random.Random(seed)))
+        for seed in range(first, first + seeds)
+    ]
+    return [
+        *cases,
+        ("ladder n=300000", ladder(300_000)),
+        ("jurdzinski 300x300", jurdzinski(300, 300)),
+        ("two_counters k=800", two_counters(800)),
+    ]
+
+
+def compiled_section(*, quick: bool, size: int, seeds: int, first: int, timeout: float) -> int:
+    """Section 5: the compiled Zielonka against the Python one, on the same peeled cores.
+
+    Both are the refined Zielonka of ``_zielonka_fast``; the run checks that they give the
+    same winners, strategies and units of work wherever the Python one finishes within
+    ``timeout`` seconds, and prints each one's time per unit of work.
+    """
+    from grounded_decision.statechart._parity_core import Budget
+    from grounded_decision.statechart._peel import peel
+    from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
+    from grounded_decision.statechart._zielonka_native import NativeZielonka, available
+
+    started = time.perf_counter()
+    if not available():
+        print("== compiled: numba is not installed (pip install 'solvi[fast]')")
+        return 2
+    warm = random_parity_game(200, random.Random(0))
+    deque(NativeZielonka(*_arrays(warm), Budget(None, None), None).steps(), maxlen=0)
+    print(
+        "== compiled Zielonka against the Python one, same cores; loading it took"
+        f" {time.perf_counter() - started:.2f} s (importing numba and its cached code)"
+    )
+    header = (
+        f"{'game':22} {'core':>9} {'units':>12} {'python s':>9} {'compiled s':>10}"
+        f" {'py ns/u':>8} {'c ns/u':>7} {'speed-up':>8} {'same':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, game in compiled_cases(quick=quick, size=size, seeds=seeds, first=first):
+        core = peel(game.successors, game.predecessors).core
+        answers = []
+        times: list[float | None] = []
+        units = 0
+        for solver in (ZielonkaSolver, NativeZielonka):
+            budget = Budget(None, timeout)
+            begun = time.process_time()
+            try:
+                run = solver(*_arrays(game), budget, core)
+                deque(run.steps(), maxlen=0)
+            except ParityUnsolved:
+                times.append(None)
+                continue
+            times.append(time.process_time() - begun)
+            answers.append((*run.answer(), budget.steps))
+            units = budget.steps
+        python, compiled = times
+        same = "yes" if len(answers) == 2 and answers[0] == answers[1] else "-"
+        if len(answers) == 2 and answers[0] != answers[1]:
+            print(f"the two Zielonkas disagree on {label}", file=sys.stderr)
+            return 1
+        per_unit = ["-" if t is None else f"{t / units * 1e9:.0f}" for t in times]
+        print(
+            f"{label:22} {len(core):9,d} {units:12,d} {_cell(python)} {_cell(compiled):>10}"
+            f" {per_unit[0]:>8} {per_unit[1]:>7} {_ratio(python, compiled):>8} {same:>5}",
+            flush=True,
+        )
+    return 0
+
+
+def _arrays(game: GameGraph) -> tuple[Any, Any, Any, Any]:
+    return game.successors, game.predecessors, game.owner, game.priority
+
+
 def _solve_all_auto(
     game: GameGraph, timeout: float
 ) -> tuple[float | None, set[tuple[int, ...]], bool]:
@@ -897,9 +982,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--karp-max", type=int, default=10_000, help="largest size for Karp")
     parser.add_argument(
         "--section",
-        choices=("all", "growth", "parity", "scan", "seeds"),
+        choices=("all", "growth", "parity", "scan", "seeds", "compiled"),
         default="all",
-        help="which tables ('all' is growth and parity; 'scan' and 'seeds' need OINK)",
+        help=(
+            "which tables ('all' is growth and parity; 'scan' and 'seeds' need OINK;"
+            " 'compiled' needs numba)"
+        ),
     )
     parser.add_argument(
         "--old-timeout", type=float, default=60.0, help="seconds before a slow solve is cut off"
@@ -934,6 +1022,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.section == "seeds":
         return seeds_section(
             size=args.seeds_size, seeds=args.seeds, first=args.seed, timeout=args.old_timeout
+        )
+    if args.section == "compiled":
+        return compiled_section(
+            quick=args.quick,
+            size=args.seeds_size,
+            seeds=args.seeds,
+            first=args.seed,
+            timeout=args.old_timeout,
         )
     if args.section == "scan":
         return scan_section(

@@ -203,3 +203,15 @@ def test_native_equals_python_on_larger_random_games(seed: int, n: int) -> None:
     """Random games of up to 400 vertices, out-degree 1 or 2: identical answers and work."""
     game = GAMES.random_parity_game(n, random.Random(seed))
     assert _native(game) == _python(game)
+
+
+def test_the_benchmark_section_compares_the_two_zielonkas(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`games.py --section compiled --quick` times both on the same cores and finds them equal."""
+    status = GAMES.main(["--section", "compiled", "--quick"])
+    out = capsys.readouterr().out
+    assert status == 0
+    rows = [line for line in out.splitlines() if line.startswith(("random", "ladder"))]
+    assert len(rows) == 3
+    assert all(row.split()[-1] == "yes" for row in rows)
