@@ -21,12 +21,11 @@ successors down.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator, Sequence
 
 from grounded_decision.statechart._parity_core import Budget, Rope, concat, flatten
 
-__all__ = ["ZielonkaSolver", "solve_zielonka_fast"]
+__all__ = ["ZielonkaSolver"]
 
 ABSENT = -2
 """``state`` of a vertex left out of the solve: neither free nor inside any level's subgame."""
@@ -48,33 +47,15 @@ class _Level:
         self.lost: Rope = None
 
 
-def solve_zielonka_fast(
-    successors: Sequence[Sequence[int]],
-    predecessors: Sequence[Sequence[int]],
-    owner: Sequence[int],
-    priority: Sequence[int],
-    *,
-    budget: Budget,
-    vertices: Sequence[int] | None = None,
-) -> tuple[list[int], list[int]]:
-    """Return ``(winner, strategy)`` per vertex; ``strategy[v]`` is -1 where the owner loses.
+class ZielonkaSolver:
+    """One solve, run a step at a time (``steps``) so that it can take turns with another;
+    ``answer`` then gives ``(winner, strategy)`` per vertex, ``strategy[v]`` being -1 where
+    the owner loses.
 
     ``priority`` may have gaps. With ``vertices`` only those are solved (a subgame: each has
     a successor among them; the answer elsewhere is meaningless), and the others are skipped
-    where they appear as predecessors.
-
-    Raises:
-        ParityUnsolved: when the budget is spent.
-    """
-    solver = ZielonkaSolver(successors, predecessors, owner, priority, budget, vertices)
-    deque(solver.steps(), maxlen=0)  # run every step; the answer is the solver's state
-    return solver.answer()
-
-
-class ZielonkaSolver:
-    """One solve, run a step at a time (``steps``) so that it can take turns with another.
-
-    The methods bind what they use to locals for speed.
+    where they appear as predecessors. ``budget.charge`` raises ``ParityUnsolved`` once a
+    budget is spent. The methods bind what they use to locals for speed.
     """
 
     pace = 1

@@ -84,10 +84,9 @@ class NativeZielonka:
         import numpy as np
 
         n = len(priority)
-        self.n = n
         self.budget = budget
-        self.sp, self.sx = _csr(successors, np)
-        self.pp, self.px = _csr(predecessors, np)
+        self.sp, self.sx = _csr(successors)
+        self.pp, self.px = _csr(predecessors)
         self.owner = np.asarray(owner, dtype=np.int8)
         prio = np.asarray(priority, dtype=np.int64)
         self.parity = (prio & 1).astype(np.int8)
@@ -165,8 +164,10 @@ class NativeZielonka:
         return winner.tolist(), strategy.tolist()
 
 
-def _csr(lists: Sequence[Sequence[int]], np: Any) -> tuple[Any, Any]:
+def _csr(lists: Sequence[Sequence[int]]) -> tuple[Any, Any]:
     """Flatten per-vertex lists into (offsets, targets)."""
+    import numpy as np  # installed with numba, which is optional
+
     lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
