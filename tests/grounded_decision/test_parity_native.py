@@ -29,22 +29,23 @@ from grounded_decision.statechart._zielonka_native import NativeZielonka, availa
 Answer = tuple[list[int], list[int], int]
 
 
-def _python(game: GameGraph, vertices: list[int] | None = None) -> Answer:
+def _solve(
+    solver: type[ZielonkaSolver | NativeZielonka], game: GameGraph, vertices: list[int] | None
+) -> Answer:
     budget = Budget(None, None)
     args = (game.successors, game.predecessors, game.owner, game.priority)
-    solver = ZielonkaSolver(*args, budget, vertices)
-    deque(solver.steps(), maxlen=0)
-    winner, strategy = solver.answer()
+    run = solver(*args, budget, vertices)
+    deque(run.steps(), maxlen=0)
+    winner, strategy = run.answer()
     return winner, strategy, budget.steps
+
+
+def _python(game: GameGraph, vertices: list[int] | None = None) -> Answer:
+    return _solve(ZielonkaSolver, game, vertices)
 
 
 def _native(game: GameGraph, vertices: list[int] | None = None) -> Answer:
-    budget = Budget(None, None)
-    args = (game.successors, game.predecessors, game.owner, game.priority)
-    solver = NativeZielonka(*args, budget, vertices)
-    deque(solver.steps(), maxlen=0)
-    winner, strategy = solver.answer()
-    return winner, strategy, budget.steps
+    return _solve(NativeZielonka, game, vertices)
 
 
 @pytest.fixture
