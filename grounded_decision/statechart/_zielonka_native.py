@@ -24,6 +24,7 @@ it ``available()`` is false and the Python solver is used.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -49,10 +50,25 @@ _SCALARS = 10
 
 @functools.cache
 def _load() -> Any:
-    """The compiled kernel, or None without numba (imported once per process)."""
+    """The compiled kernel, or None without numba (imported once per process).
+
+    numba that is installed but cannot load the kernel here (most often: no folder it may
+    write its cache to) is said once, as a RuntimeWarning, and the Python solver is used.
+    """
+    try:
+        import numba  # noqa: F401  # only whether it is there
+    except ImportError:
+        return None
     try:
         from grounded_decision.statechart import _zielonka_kernel
-    except ImportError:
+    except Exception as exc:  # any failure here means: solve in Python
+        warnings.warn(
+            f"the compiled Zielonka could not be loaded ({exc}); parity games are solved"
+            " in Python. If numba could not cache its code, set NUMBA_CACHE_DIR to a"
+            " folder this process may write",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     return _zielonka_kernel.kernel
 

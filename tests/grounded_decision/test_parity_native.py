@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import deque
+from pathlib import Path
 
 import pytest
 from games_benchmark import GAMES
@@ -216,3 +220,37 @@ def test_the_benchmark_section_compares_the_two_zielonkas(
     rows = [line for line in out.splitlines() if line.startswith(("random", "ladder"))]
     assert len(rows) == 3
     assert all(row.split()[-1] == "yes" for row in rows)
+
+
+def test_numba_that_cannot_load_the_kernel_warns_and_python_solves(tmp_path: Path) -> None:
+    """A process where numba is there but cannot load the kernel (here: a cache locator
+    it does not know) says why once and answers with the Python solver."""
+    script = tmp_path / "solve.py"
+    script.write_text(
+        "import random\n"
+        "from grounded_decision.statechart import NO_LIMITS, GameGraph, check_certificate\n"
+        "from grounded_decision.statechart import fast_solver_available, solve_parity\n"
+        "rng = random.Random(1)\n"
+        "n = 40_000\n"
+        "game = GameGraph(names=tuple(map(str, range(n))), start=0,\n"
+        "    edges=tuple(tuple((w, 'm', 0.0) for w in {rng.randrange(n), rng.randrange(n)})\n"
+        "                for _ in range(n)),\n"
+        "    priority=tuple(rng.randrange(n) for _ in range(n)),\n"
+        "    owner=tuple(rng.randint(0, 1) for _ in range(n)))\n"
+        "print(fast_solver_available())\n"
+        "s = solve_parity(game, NO_LIMITS, algorithm='zielonka')\n"
+        "print(check_certificate(game, s.winner, s.strategy).valid)\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_LOCATOR_CLASSES": "NoSuchLocator"}
+    done = subprocess.run(
+        [sys.executable, "-W", "always", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+    assert done.stderr.count("the compiled Zielonka could not be loaded") == 1
+    assert "NUMBA_CACHE_DIR" in done.stderr
