@@ -42,6 +42,7 @@ jit = numba.njit(cache=True, nogil=True)
 
 @jit
 def grow1(a: Any, need: int) -> Any:
+    """``a``, or a copy at least twice as long when it holds fewer than ``need`` items."""
     if need <= a.shape[0]:
         return a
     b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
@@ -51,6 +52,7 @@ def grow1(a: Any, need: int) -> Any:
 
 @jit
 def grow2(a: Any, need: int) -> Any:
+    """``grow1`` for the rows of a two-dimensional array."""
     if need <= a.shape[0]:
         return a
     b = np.zeros((max(need, 2 * a.shape[0]), a.shape[1]), dtype=a.dtype)
@@ -112,6 +114,11 @@ def kernel(
     sc: Any,
     target: int,
 ) -> Any:
+    """Run the levels on the stack ``lv`` until ``sc[_WORK]`` reaches ``target`` or the
+    stack is empty; return ``(status, lv, heads, ordbuf)``, status 1 for paused and 0 for
+    done, with the arrays that may have been grown. Every other array is changed in place:
+    ``state`` ends as ``2 * level + winner`` per solved vertex.
+    """
     n = state.shape[0]
     while sc[_DEPTH] > 0:
         if sc[_WORK] >= target:
