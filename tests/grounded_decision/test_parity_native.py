@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections import deque
 from pathlib import Path
 
@@ -254,3 +255,16 @@ def test_numba_that_cannot_load_the_kernel_warns_and_python_solves(tmp_path: Pat
     assert done.stdout.split() == ["False", "True"]
     assert done.stderr.count("the compiled Zielonka could not be loaded") == 1
     assert "NUMBA_CACHE_DIR" in done.stderr
+
+
+@pytest.mark.usefixtures("native_everywhere")
+def test_a_time_budget_stops_the_compiled_solver_on_an_exponential_game() -> None:
+    """Friedmann's ladder of 45 rungs would keep Zielonka busy for ages; parity_seconds
+    stops the compiled solver between two chunks of work, with the documented refusal."""
+    game = GAMES.recursive_ladder(45)
+    limits = Limits(max_game_vertices=None, max_parity_depth=None, parity_seconds=0.2)
+    started = time.monotonic()
+    with pytest.raises(ParityUnsolved, match=r"Limits\.parity_seconds") as caught:
+        solve_parity(game, limits, algorithm="zielonka")
+    assert caught.value.setting == "parity_seconds"
+    assert time.monotonic() - started < 10
