@@ -49,7 +49,9 @@ solves as if there were no cap. Priority promotion and the tangle learners alway
 others with no depth cap, first peel off the vertices no move can return to (``_peel``);
 then ``zielonka`` takes Verver's and Oink's refinements (heads until the parity changes, no
 second solve when the opponent gains nothing), and ``auto`` runs that Zielonka alone for an
-allowance of work and then races it against recursive tangle learning (``_race``).
+allowance of work and then races it against recursive tangle learning (``_race``). That
+refined Zielonka runs compiled on cores of ``NATIVE_MIN_VERTICES`` or more when numba is
+installed (``_zielonka_native``), with the same answers and work.
 """
 
 AUTO_WORK_PER_EDGE = 16
