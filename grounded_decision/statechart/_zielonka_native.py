@@ -104,11 +104,19 @@ class NativeZielonka:
         self.sp, self.sx = _csr(successors)
         self.pp, self.px = _csr(predecessors)
         self.owner = np.asarray(owner, dtype=np.int8)
-        prio = np.asarray(priority, dtype=np.int64)
-        self.parity = (prio & 1).astype(np.int8)
-        every = np.arange(n, dtype=np.int64) if vertices is None else np.asarray(vertices, np.int64)
-        # Stable, so vertices of one priority keep their order, as Python's sort does.
-        order = every[np.argsort(-prio[every], kind="stable")].astype(np.int32)
+        every = range(n) if vertices is None else vertices
+        try:
+            prio = np.asarray(priority, dtype=np.int64)
+        except OverflowError:  # a priority past 64 bits: Python sorts it
+            self.parity = np.fromiter((p & 1 for p in priority), dtype=np.int8, count=n)
+            order = np.asarray(
+                sorted(every, key=priority.__getitem__, reverse=True), dtype=np.int32
+            )
+        else:
+            self.parity = (prio & 1).astype(np.int8)
+            # Stable, so vertices of one priority keep their order, as Python's sort does.
+            taken = np.asarray(every, dtype=np.int64)
+            order = taken[np.argsort(-prio[taken], kind="stable")].astype(np.int32)
         self.position = np.zeros(n, dtype=np.int64)
         self.position[order] = np.arange(len(order), dtype=np.int64)
         if vertices is None:

@@ -10,6 +10,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+import attrs
 import pytest
 from games_benchmark import GAMES
 from gd_strategies import brute_even_wins, games
@@ -268,3 +269,12 @@ def test_a_time_budget_stops_the_compiled_solver_on_an_exponential_game() -> Non
         solve_parity(game, limits, algorithm="zielonka")
     assert caught.value.setting == "parity_seconds"
     assert time.monotonic() - started < 10
+
+
+def test_priorities_past_64_bits_are_ordered_as_python_orders_them() -> None:
+    """A priority of 2**70 (a GameGraph takes any int) cannot be a machine integer: the
+    order is sorted in Python, and the answer and work still equal the Python solver's."""
+    base = GAMES.random_parity_game(400, random.Random(5), priorities=6)
+    huge = tuple(p + (2**70 if p % 3 == 0 else 0) for p in base.priority)
+    game = attrs.evolve(base, priority=huge)
+    assert _native(game) == _python(game)
