@@ -1,7 +1,10 @@
 """The compiled kernel of ``_zielonka_native`` (imported only once numba is known to be there).
 
 Module-level functions, so that numba caches their machine code beside this file and a
-process loads it rather than compiling again.
+process loads it rather than compiling again. ``attract_top``, ``attract_losing``,
+``fix_heads`` and ``release`` are the methods of the same names of
+``_zielonka_fast.ZielonkaSolver``, line for line where the data allow; ``kernel`` is its
+``steps`` loop.
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ def grow2(a: Any, need: int) -> Any:
 
 
 @jit
-def push(lv: Any, sc: Any, cursor: int, end: int) -> Any:
-    """Start a level below the top one, scanning ``ordbuf[cursor:end]``."""
+def push(lv: Any, sc: Any, cursor: int, end: int, otop: int) -> Any:
+    """Start a level below the top one, scanning ``ordbuf[cursor:end]``; when it ends, the
+    stack of sorted lists falls back to ``otop``."""
     child = sc[_DEPTH]
     lv = grow2(lv, child + 1)
     lv[child, _ID] = sc[_NEXT]
@@ -74,7 +78,7 @@ def push(lv: Any, sc: Any, cursor: int, end: int) -> Any:
     lv[child, _HS] = sc[_HEADS]
     lv[child, _HE] = sc[_HEADS]
     lv[child, _PULLED] = 0
-    lv[child, _OTOP] = sc[_ORD]
+    lv[child, _OTOP] = otop
     sc[_NEXT] += 1
     sc[_DEPTH] = child + 1
     return lv
@@ -88,6 +92,253 @@ def pop(lv: Any, sc: Any, lvl: int) -> None:
     sc[_HEADS] = lv[lvl, _HS]
     sc[_ORD] = lv[lvl, _OTOP]
     sc[_DEPTH] = lvl
+
+
+@jit
+def attract_top(
+    pp: Any,
+    px: Any,
+    owner: Any,
+    parity: Any,
+    indeg: Any,
+    state: Any,
+    free: Any,
+    strategy: Any,
+    logs: Any,
+    heads: Any,
+    ordbuf: Any,
+    lv: Any,
+    sc: Any,
+    lvl: int,
+) -> bool:
+    """Attract for the top free vertex's player, heads until the parity changes, onto that
+    player's region stack; False when the level's subgame is empty."""
+    k = lv[lvl, _CURSOR]
+    end = lv[lvl, _OEND]
+    while k < end and state[ordbuf[k]] >= 0:
+        k += 1
+    if k == end:
+        return False
+    player = int(parity[ordbuf[k]])
+    log = logs[player]
+    code = 2 * lv[lvl, _ID] + player
+    seg = sc[_TOP0 + player]
+    top = seg
+    htop = sc[_HEADS]
+    while True:
+        while k < end and state[ordbuf[k]] >= 0:
+            k += 1
+        if k == end or parity[ordbuf[k]] != player:
+            break
+        v = ordbuf[k]
+        state[v] = code
+        strategy[v] = -1
+        heads[htop] = v
+        htop += 1
+        q = top
+        log[top] = v
+        top += 1
+        while q < top:
+            w = log[q]
+            q += 1
+            for e in range(pp[w], pp[w + 1]):
+                u = px[e]
+                if state[u] != -1:
+                    continue
+                left = free[u] - 1
+                free[u] = left
+                if left == 0 or owner[u] == player:
+                    state[u] = code
+                    strategy[u] = w
+                    log[top] = u
+                    top += 1
+    work = top - seg
+    for i in range(seg, top):
+        work += indeg[log[i]]
+    sc[_WORK] += work
+    sc[_TOP0 + player] = top
+    sc[_HEADS] = htop
+    lv[lvl, _PLAYER] = player
+    lv[lvl, _CURSOR] = k
+    lv[lvl, _HE] = htop
+    lv[lvl, _PULLED] = top - seg
+    return True
+
+
+@jit
+def attract_losing(
+    sp: Any,
+    sx: Any,
+    pp: Any,
+    px: Any,
+    owner: Any,
+    state: Any,
+    mark: Any,
+    counted: Any,
+    count: Any,
+    strategy: Any,
+    outbuf: Any,
+    heads: Any,
+    lv: Any,
+    sc: Any,
+    lvl: int,
+) -> int:
+    """Grow the opponent's region of the rest into this level's vertices and region; the
+    vertices it takes are ``outbuf[:gained]``, and ``gained`` is returned."""
+    player = lv[lvl, _PLAYER]
+    other = 1 - player
+    floor = 2 * lv[lvl, _ID]
+    sc[_STAMP] += 1
+    here = sc[_STAMP]
+    lost = floor + other
+    gained = 0
+    work = 0
+    for h in range(lv[lvl, _HS], lv[lvl, _HE]):
+        v = heads[h]
+        work += sp[v + 1] - sp[v]
+        if owner[v] == player:
+            stays = False
+            for e in range(sp[v], sp[v + 1]):
+                s = state[sx[e]]
+                if s >= floor and s & 1 == player:
+                    stays = True
+                    break
+            if not stays:
+                mark[v] = here
+                strategy[v] = -1
+                outbuf[gained] = v
+                gained += 1
+        else:
+            for e in range(sp[v], sp[v + 1]):
+                x = sx[e]
+                s = state[x]
+                if s >= floor and s & 1 == other:
+                    mark[v] = here
+                    strategy[v] = x
+                    outbuf[gained] = v
+                    gained += 1
+                    break
+    for i in range(gained):
+        state[outbuf[i]] = lost
+    i = 0
+    while i < gained:
+        w = outbuf[i]
+        i += 1
+        work += pp[w + 1] - pp[w]
+        for e in range(pp[w], pp[w + 1]):
+            u = px[e]
+            s = state[u]
+            if s < floor or s & 1 != player:
+                continue
+            if owner[u] == other:
+                mark[u] = here
+                state[u] = lost
+                strategy[u] = w
+                outbuf[gained] = u
+                gained += 1
+                continue
+            if counted[u] != here:
+                counted[u] = here
+                left = -1
+                for f in range(sp[u], sp[u + 1]):
+                    s = state[sx[f]]
+                    if s >= floor and (s & 1 == player or mark[sx[f]] == here):
+                        left += 1
+                work += sp[u + 1] - sp[u]
+            else:
+                left = count[u] - 1
+            count[u] = left
+            if left == 0:
+                mark[u] = here
+                state[u] = lost
+                strategy[u] = -1
+                outbuf[gained] = u
+                gained += 1
+    sc[_WORK] += work + gained
+    return gained
+
+
+@jit
+def fix_heads(
+    sp: Any, sx: Any, owner: Any, state: Any, strategy: Any, heads: Any, lv: Any, lvl: int
+) -> None:
+    """Give each head the favoured player owns a move into the favoured player's region."""
+    player = lv[lvl, _PLAYER]
+    floor = 2 * lv[lvl, _ID]
+    for h in range(lv[lvl, _HS], lv[lvl, _HE]):
+        v = heads[h]
+        if owner[v] != player:
+            continue
+        move = strategy[v]
+        if move >= 0:
+            s = state[move]
+            if s >= floor and s & 1 == player:
+                continue
+        for e in range(sp[v], sp[v + 1]):
+            s = state[sx[e]]
+            if s >= floor and s & 1 == player:
+                strategy[v] = sx[e]
+                break
+
+
+@jit
+def release(
+    sp: Any,
+    sx: Any,
+    position: Any,
+    state: Any,
+    free: Any,
+    outbuf: Any,
+    gained: int,
+    won: int,
+    logs: Any,
+    ordbuf: Any,
+    lv: Any,
+    sc: Any,
+    lvl: int,
+) -> int:
+    """Free what the favoured player still holds, to be solved afresh, as a list sorted by
+    priority at ``ordbuf[sc[_ORD]:]``; return its length.
+
+    The gained vertices (``outbuf[:gained]``) move to the opponent's region stack; what
+    is left on the player's stack above the level's mark is freed, and that stack falls
+    back to the mark.
+    """
+    player = lv[lvl, _PLAYER]
+    other = 1 - player
+    mine = logs[player]
+    theirs = logs[other]
+    otop = sc[_TOP0 + other]
+    for i in range(gained):
+        theirs[otop] = outbuf[i]
+        otop += 1
+    sc[_TOP0 + other] = otop
+    base = sc[_ORD]
+    rest = 0
+    for i in range(lv[lvl, _SEG0 + player], sc[_TOP0 + player]):
+        v = mine[i]
+        if state[v] & 1 == player:
+            ordbuf[base + rest] = v
+            rest += 1
+    sc[_TOP0 + player] = lv[lvl, _SEG0 + player]
+    for i in range(base, base + rest):
+        state[ordbuf[i]] = -1
+    for i in range(base, base + rest):
+        v = ordbuf[i]
+        left = 0
+        for e in range(sp[v], sp[v + 1]):
+            if state[sx[e]] < 0:
+                left += 1
+        free[v] = left
+    # Sorted by priority: the global order holds the vertices at their positions.
+    keys = np.empty(rest, dtype=np.int64)
+    for i in range(rest):
+        keys[i] = position[ordbuf[base + i]]
+    keys.sort()
+    for i in range(rest):
+        ordbuf[base + i] = ordbuf[keys[i]]
+    sc[_WORK] += lv[lvl, _PULLED] + won + 2 * rest
+    return rest
 
 
 @jit
@@ -126,194 +377,66 @@ def kernel(
         lvl = sc[_DEPTH] - 1
         phase = lv[lvl, _PHASE]
         if phase == 0:
-            # -- attract_top: heads of the top parity, each with its attractor --------
             heads = grow1(heads, sc[_HEADS] + n)
-            k = lv[lvl, _CURSOR]
-            end = lv[lvl, _OEND]
-            while k < end and state[ordbuf[k]] >= 0:
-                k += 1
-            if k == end:
+            found = attract_top(
+                pp,
+                px,
+                owner,
+                parity,
+                indeg,
+                state,
+                free,
+                strategy,
+                logs,
+                heads,
+                ordbuf,
+                lv,
+                sc,
+                lvl,
+            )
+            if not found:
                 pop(lv, sc, lvl)  # an empty subgame: both regions empty
                 continue
-            player = int(parity[ordbuf[k]])
-            log = logs[player]
-            code = 2 * lv[lvl, _ID] + player
-            seg = sc[_TOP0 + player]
-            top = seg
-            htop = sc[_HEADS]
-            while True:
-                while k < end and state[ordbuf[k]] >= 0:
-                    k += 1
-                if k == end or parity[ordbuf[k]] != player:
-                    break
-                v = ordbuf[k]
-                state[v] = code
-                strategy[v] = -1
-                heads[htop] = v
-                htop += 1
-                q = top
-                log[top] = v
-                top += 1
-                while q < top:
-                    w = log[q]
-                    q += 1
-                    for e in range(pp[w], pp[w + 1]):
-                        u = px[e]
-                        if state[u] != -1:
-                            continue
-                        left = free[u] - 1
-                        free[u] = left
-                        if left == 0 or owner[u] == player:
-                            state[u] = code
-                            strategy[u] = w
-                            log[top] = u
-                            top += 1
-            work = top - seg
-            for i in range(seg, top):
-                work += indeg[log[i]]
-            sc[_WORK] += work
-            sc[_TOP0 + player] = top
-            sc[_HEADS] = htop
-            lv[lvl, _PLAYER] = player
-            lv[lvl, _CURSOR] = k
-            lv[lvl, _HE] = htop
-            lv[lvl, _PULLED] = top - seg
             lv[lvl, _PHASE] = 1
-            lv = push(lv, sc, k, end)  # the rest of the same sorted list
+            # The level below scans the rest of the same list.
+            lv = push(lv, sc, lv[lvl, _CURSOR], lv[lvl, _OEND], sc[_ORD])
             continue
-        player = lv[lvl, _PLAYER]
-        other = 1 - player
-        floor = 2 * lv[lvl, _ID]
         if phase == 1:
+            player = lv[lvl, _PLAYER]
             won = sc[_LAST0 + player]
             gained = 0
-            if sc[_LAST0 + other] > 0:
-                # -- attract_losing: the opponent's region grown into this level ------
-                sc[_STAMP] += 1
-                here = sc[_STAMP]
-                lost = floor + other
-                work = 0
-                for h in range(lv[lvl, _HS], lv[lvl, _HE]):
-                    v = heads[h]
-                    work += sp[v + 1] - sp[v]
-                    if owner[v] == player:
-                        stays = False
-                        for e in range(sp[v], sp[v + 1]):
-                            s = state[sx[e]]
-                            if s >= floor and s & 1 == player:
-                                stays = True
-                                break
-                        if not stays:
-                            mark[v] = here
-                            strategy[v] = -1
-                            outbuf[gained] = v
-                            gained += 1
-                    else:
-                        for e in range(sp[v], sp[v + 1]):
-                            x = sx[e]
-                            s = state[x]
-                            if s >= floor and s & 1 == other:
-                                mark[v] = here
-                                strategy[v] = x
-                                outbuf[gained] = v
-                                gained += 1
-                                break
-                for i in range(gained):
-                    state[outbuf[i]] = lost
-                i = 0
-                while i < gained:
-                    w = outbuf[i]
-                    i += 1
-                    work += pp[w + 1] - pp[w]
-                    for e in range(pp[w], pp[w + 1]):
-                        u = px[e]
-                        s = state[u]
-                        if s < floor or s & 1 != player:
-                            continue
-                        if owner[u] == other:
-                            mark[u] = here
-                            state[u] = lost
-                            strategy[u] = w
-                            outbuf[gained] = u
-                            gained += 1
-                            continue
-                        if counted[u] != here:
-                            counted[u] = here
-                            left = -1
-                            for f in range(sp[u], sp[u + 1]):
-                                s = state[sx[f]]
-                                if s >= floor and (s & 1 == player or mark[sx[f]] == here):
-                                    left += 1
-                            work += sp[u + 1] - sp[u]
-                        else:
-                            left = count[u] - 1
-                        count[u] = left
-                        if left == 0:
-                            mark[u] = here
-                            state[u] = lost
-                            strategy[u] = -1
-                            outbuf[gained] = u
-                            gained += 1
-                sc[_WORK] += work + gained
+            if sc[_LAST0 + 1 - player] > 0:
+                gained = attract_losing(
+                    sp,
+                    sx,
+                    pp,
+                    px,
+                    owner,
+                    state,
+                    mark,
+                    counted,
+                    count,
+                    strategy,
+                    outbuf,
+                    heads,
+                    lv,
+                    sc,
+                    lvl,
+                )
             if gained == 0:
-                # -- fix_heads, and the level ends with what it and the rest won ------
-                for h in range(lv[lvl, _HS], lv[lvl, _HE]):
-                    v = heads[h]
-                    if owner[v] != player:
-                        continue
-                    move = strategy[v]
-                    if move >= 0:
-                        s = state[move]
-                        if s >= floor and s & 1 == player:
-                            continue
-                    for e in range(sp[v], sp[v + 1]):
-                        s = state[sx[e]]
-                        if s >= floor and s & 1 == player:
-                            strategy[v] = sx[e]
-                            break
+                # The level ends with what it and the rest won.
+                fix_heads(sp, sx, owner, state, strategy, heads, lv, lvl)
                 pop(lv, sc, lvl)
                 continue
-            # -- release: what the favoured player holds is solved again ----------
-            # The gained vertices move to the opponent's region stack; everything
-            # else on the player's stack above this level's mark is freed, and that
-            # stack falls back to the mark.
-            mine = logs[player]
-            theirs = logs[other]
-            otop = sc[_TOP0 + other]
-            for i in range(gained):
-                theirs[otop] = outbuf[i]
-                otop += 1
-            sc[_TOP0 + other] = otop
             ordbuf = grow1(ordbuf, sc[_ORD] + n)
             base = sc[_ORD]
-            rest = 0
-            for i in range(lv[lvl, _SEG0 + player], sc[_TOP0 + player]):
-                v = mine[i]
-                if state[v] & 1 == player:
-                    ordbuf[base + rest] = v
-                    rest += 1
-            sc[_TOP0 + player] = lv[lvl, _SEG0 + player]
-            for i in range(base, base + rest):
-                state[ordbuf[i]] = -1
-            for i in range(base, base + rest):
-                v = ordbuf[i]
-                left = 0
-                for e in range(sp[v], sp[v + 1]):
-                    if state[sx[e]] < 0:
-                        left += 1
-                free[v] = left
-            keys = np.empty(rest, dtype=np.int64)
-            for i in range(rest):
-                keys[i] = position[ordbuf[base + i]]
-            keys.sort()
-            for i in range(rest):
-                ordbuf[base + i] = ordbuf[keys[i]]
-            sc[_WORK] += lv[lvl, _PULLED] + won + 2 * rest
+            rest = release(
+                sp, sx, position, state, free, outbuf, gained, won, logs, ordbuf, lv, sc, lvl
+            )
             lv[lvl, _PHASE] = 2
             sc[_ORD] = base + rest
-            lv = push(lv, sc, base, base + rest)
-            lv[sc[_DEPTH] - 1, _OTOP] = base  # the child frees the list it scans
+            lv = push(lv, sc, base, base + rest, base)  # it frees the list it scans
             continue
-        # -- phase 2: the level ends with what it lost and the rest's answer ------
+        # Phase 2: the level ends with what it lost and the rest's answer.
         pop(lv, sc, lvl)
     return 0, lv, heads, ordbuf
