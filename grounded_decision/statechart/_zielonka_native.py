@@ -150,7 +150,8 @@ class NativeZielonka:
         done = 0
         while True:
             yield
-            status, self.lv, self.heads, self.ordbuf = kernel(
+            status, self.lv, self.heads, self.ordbuf = _interruptible(
+                kernel,
                 self.sp,
                 self.sx,
                 self.pp,
@@ -186,6 +187,21 @@ class NativeZielonka:
         strategy = self.strategy.copy()
         strategy[self.owner != winner] = -1
         return winner.tolist(), strategy.tolist()
+
+
+def _interruptible(kernel: Any, *args: Any) -> Any:
+    """Call the kernel; a signal's exception (Ctrl-C) raised in the Python code numba runs
+    while it hands its result back comes out as itself, not as the SystemErrors that wrap
+    it ("returned a result with an exception set")."""
+    try:
+        return kernel(*args)
+    except SystemError as exc:
+        cause = exc.__cause__
+        while isinstance(cause, SystemError):
+            cause = cause.__cause__
+        if isinstance(cause, KeyboardInterrupt | SystemExit):
+            raise cause from None
+        raise
 
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[Any, Any]:

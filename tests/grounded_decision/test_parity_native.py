@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -278,3 +281,21 @@ def test_priorities_past_64_bits_are_ordered_as_python_orders_them() -> None:
     huge = tuple(p + (2**70 if p % 3 == 0 else 0) for p in base.priority)
     game = attrs.evolve(base, priority=huge)
     assert _native(game) == _python(game)
+
+
+def test_ctrl_c_during_the_compiled_solver_is_a_keyboard_interrupt() -> None:
+    """Ctrl-C while the kernel runs reaches the caller as KeyboardInterrupt (the CLI then
+    says "interrupted"), not as the SystemError numba wraps it in when the signal's handler
+    runs in the Python code that hands the kernel's result back."""
+    game = GAMES.recursive_ladder(45)  # Zielonka would run for ages
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    solver = NativeZielonka(*args, Budget(None, None), None)
+    steps = solver.steps()
+    deque(itertools.islice(steps, 3), maxlen=0)  # loaded and running
+    timer = threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            deque(steps, maxlen=0)
+    finally:
+        timer.cancel()
