@@ -190,18 +190,19 @@ class NativeZielonka:
 
 
 def _interruptible(kernel: Any, *args: Any) -> Any:
-    """Call the kernel; a signal's exception (Ctrl-C) raised in the Python code numba runs
-    while it hands its result back comes out as itself, not as the SystemErrors that wrap
-    it ("returned a result with an exception set")."""
+    """Call the kernel; an exception a signal's handler raises (Ctrl-C's KeyboardInterrupt,
+    or a handler of the program's own) in the Python code numba runs while it hands the
+    result back comes out as itself, not as the SystemErrors that wrap it ("returned a
+    result with an exception set")."""
     try:
         return kernel(*args)
     except SystemError as exc:
         cause = exc.__cause__
         while isinstance(cause, SystemError):
             cause = cause.__cause__
-        if isinstance(cause, KeyboardInterrupt | SystemExit):
-            raise cause from None
-        raise
+        if cause is None:
+            raise
+        raise cause from None
 
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[Any, Any]:

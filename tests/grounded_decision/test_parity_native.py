@@ -299,3 +299,29 @@ def test_ctrl_c_during_the_compiled_solver_is_a_keyboard_interrupt() -> None:
             deque(steps, maxlen=0)
     finally:
         timer.cancel()
+
+
+class _Alarm(Exception):
+    """What the test's own signal handler raises."""
+
+
+def test_a_signal_handlers_own_exception_comes_out_as_itself() -> None:
+    """A program's handler that raises its own exception (a deadline by SIGALRM, say)
+    while the kernel runs: the caller gets that exception, not numba's SystemError."""
+
+    def alarm(signum: int, frame: object) -> None:
+        raise _Alarm
+
+    game = GAMES.recursive_ladder(45)
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    steps = NativeZielonka(*args, Budget(None, None), None).steps()
+    deque(itertools.islice(steps, 3), maxlen=0)
+    before = signal.signal(signal.SIGUSR1, alarm)
+    timer = threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGUSR1))
+    timer.start()
+    try:
+        with pytest.raises(_Alarm):
+            deque(steps, maxlen=0)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, before)
