@@ -283,22 +283,27 @@ def test_priorities_past_64_bits_are_ordered_as_python_orders_them() -> None:
     assert _native(game) == _python(game)
 
 
+def _signal_a_running_solve(signum: int, expected: type[BaseException]) -> None:
+    """Send `signum` to this thread while the kernel solves Friedmann's ladder of 45 rungs
+    (which Zielonka would take ages over), and expect `expected` from the solve."""
+    game = GAMES.recursive_ladder(45)
+    args = (game.successors, game.predecessors, game.owner, game.priority)
+    steps = NativeZielonka(*args, Budget(None, None), None).steps()
+    deque(itertools.islice(steps, 3), maxlen=0)  # loaded and running
+    timer = threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signum))
+    timer.start()
+    try:
+        with pytest.raises(expected):
+            deque(steps, maxlen=0)
+    finally:
+        timer.cancel()
+
+
 def test_ctrl_c_during_the_compiled_solver_is_a_keyboard_interrupt() -> None:
     """Ctrl-C while the kernel runs reaches the caller as KeyboardInterrupt (the CLI then
     says "interrupted"), not as the SystemError numba wraps it in when the signal's handler
     runs in the Python code that hands the kernel's result back."""
-    game = GAMES.recursive_ladder(45)  # Zielonka would run for ages
-    args = (game.successors, game.predecessors, game.owner, game.priority)
-    solver = NativeZielonka(*args, Budget(None, None), None)
-    steps = solver.steps()
-    deque(itertools.islice(steps, 3), maxlen=0)  # loaded and running
-    timer = threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            deque(steps, maxlen=0)
-    finally:
-        timer.cancel()
+    _signal_a_running_solve(signal.SIGINT, KeyboardInterrupt)
 
 
 class _Alarm(Exception):
@@ -312,16 +317,8 @@ def test_a_signal_handlers_own_exception_comes_out_as_itself() -> None:
     def alarm(signum: int, frame: object) -> None:
         raise _Alarm
 
-    game = GAMES.recursive_ladder(45)
-    args = (game.successors, game.predecessors, game.owner, game.priority)
-    steps = NativeZielonka(*args, Budget(None, None), None).steps()
-    deque(itertools.islice(steps, 3), maxlen=0)
     before = signal.signal(signal.SIGUSR1, alarm)
-    timer = threading.Timer(0.3, signal.pthread_kill, (threading.get_ident(), signal.SIGUSR1))
-    timer.start()
     try:
-        with pytest.raises(_Alarm):
-            deque(steps, maxlen=0)
+        _signal_a_running_solve(signal.SIGUSR1, _Alarm)
     finally:
-        timer.cancel()
         signal.signal(signal.SIGUSR1, before)
