@@ -38,7 +38,7 @@ from grounded_decision.statechart._zielonka_native import (
     _WORK,
 )
 
-__all__ = ["kernel"]
+__all__ = ["answer", "kernel", "prepare"]
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -61,6 +61,51 @@ def grow2(a: Any, need: int) -> Any:
     b = np.zeros((max(need, 2 * a.shape[0]), a.shape[1]), dtype=a.dtype)
     b[: a.shape[0]] = a
     return b
+
+
+@jit
+def prepare(sp: Any, priority: Any, order: Any, outside: Any) -> Any:
+    """The solve's starting arrays, in one pass each: ``(ordbuf, position, state, free,
+    parity, size)``.
+
+    ``order`` is every vertex to solve or more, from the highest priority down; those that
+    ``outside`` marks (when it is not empty) are left out, so ``ordbuf`` starts with the
+    ``size`` vertices solved, in that order, and ``position`` gives each one's place there.
+    ``state`` is -1 for those and -2 for the rest.
+    """
+    n = sp.shape[0] - 1
+    ordbuf = np.empty(max(2 * n, 16), dtype=np.int32)
+    position = np.zeros(n, dtype=np.int32)
+    state = np.full(n, -2, dtype=np.int64)
+    size = 0
+    for k in range(order.shape[0]):
+        v = order[k]
+        if outside.shape[0] and outside[v]:
+            continue
+        ordbuf[size] = v
+        position[v] = size
+        state[v] = -1
+        size += 1
+    free = np.empty(n, dtype=np.int32)
+    parity = np.empty(n, dtype=np.int8)
+    for v in range(n):
+        free[v] = sp[v + 1] - sp[v]
+        parity[v] = priority[v] & 1
+    return ordbuf, position, state, free, parity, size
+
+
+@jit
+def answer(state: Any, strategy: Any, owner: Any) -> Any:
+    """``(winner, picks)`` off a finished solve: int8 winners, int32 picks (-1 where the
+    owner loses)."""
+    n = state.shape[0]
+    winner = np.empty(n, dtype=np.int8)
+    picks = np.empty(n, dtype=np.int32)
+    for v in range(n):
+        side = state[v] & 1
+        winner[v] = side
+        picks[v] = strategy[v] if owner[v] == side else -1
+    return winner, picks
 
 
 @jit
@@ -100,7 +145,6 @@ def attract_top(
     px: Any,
     owner: Any,
     parity: Any,
-    indeg: Any,
     state: Any,
     free: Any,
     strategy: Any,
@@ -154,7 +198,8 @@ def attract_top(
                     top += 1
     work = top - seg
     for i in range(seg, top):
-        work += indeg[log[i]]
+        v = log[i]
+        work += pp[v + 1] - pp[v]
     sc[_WORK] += work
     sc[_TOP0 + player] = top
     sc[_HEADS] = htop
@@ -352,7 +397,6 @@ def kernel(
     position: Any,
     state: Any,
     free: Any,
-    indeg: Any,
     mark: Any,
     counted: Any,
     count: Any,
@@ -383,7 +427,6 @@ def kernel(
                 px,
                 owner,
                 parity,
-                indeg,
                 state,
                 free,
                 strategy,

@@ -50,7 +50,7 @@ _SCALARS = 10
 
 @functools.cache
 def _load() -> Any:
-    """The compiled kernel, or None without numba (imported once per process).
+    """The compiled kernel's module, or None without numba (imported once per process).
 
     numba that is installed but cannot load the kernel here (most often: no folder it may
     write its cache to) is said once, as a RuntimeWarning, and the Python solver is used.
@@ -70,7 +70,7 @@ def _load() -> Any:
             stacklevel=2,
         )
         return None
-    return _zielonka_kernel.kernel
+    return _zielonka_kernel
 
 
 def available() -> bool:
@@ -100,32 +100,59 @@ class NativeZielonka:
         import numpy as np
 
         n = len(priority)
-        self.budget = budget
-        self.sp, self.sx = _csr(successors)
-        self.pp, self.px = _csr(predecessors)
-        self.owner = np.asarray(owner, dtype=np.int8)
+        sp, sx = _csr(successors)
+        pp, px = _csr(predecessors)
         every = range(n) if vertices is None else vertices
         try:
             prio = np.asarray(priority, dtype=np.int64)
         except OverflowError:  # a priority past 64 bits: Python sorts it
-            self.parity = np.fromiter((p & 1 for p in priority), dtype=np.int8, count=n)
+            prio = np.fromiter((p & 1 for p in priority), dtype=np.int64, count=n)
             order = np.asarray(
                 sorted(every, key=priority.__getitem__, reverse=True), dtype=np.int32
             )
         else:
-            self.parity = (prio & 1).astype(np.int8)
             # Stable, so vertices of one priority keep their order, as Python's sort does.
             taken = np.asarray(every, dtype=np.int64)
             order = taken[np.argsort(-prio[taken], kind="stable")].astype(np.int32)
-        self.position = np.zeros(n, dtype=np.int64)
-        self.position[order] = np.arange(len(order), dtype=np.int64)
-        if vertices is None:
-            self.state = np.full(n, -1, dtype=np.int64)
-        else:
-            self.state = np.full(n, -2, dtype=np.int64)
-            self.state[order] = -1
-        self.free = np.diff(self.sp).astype(np.int32)
-        self.indeg = np.diff(self.pp).astype(np.int64)
+        owners = np.asarray(owner, dtype=np.int8)
+        self._setup((sp, sx, pp, px), owners, prio, order, np.zeros(0, dtype=np.bool_), budget)
+
+    @classmethod
+    def on_arrays(
+        cls,
+        graph: tuple[Any, Any, Any, Any],
+        owner: Any,
+        priority: Any,
+        order: Any,
+        outside: Any,
+        budget: Budget,
+    ) -> NativeZielonka:
+        """A solve of a game already in arrays: ``graph`` is the successors' and the
+        predecessors' (offsets, targets), ``order`` every vertex from the highest priority
+        down (stable), ``outside`` marks those not to solve (an empty array: none)."""
+        solver = cls.__new__(cls)
+        solver._setup(graph, owner, priority, order, outside, budget)
+        return solver
+
+    def _setup(
+        self,
+        graph: tuple[Any, Any, Any, Any],
+        owner: Any,
+        priority: Any,
+        order: Any,
+        outside: Any,
+        budget: Budget,
+    ) -> None:
+        import numpy as np
+
+        kernel = _load()
+        n = owner.shape[0]
+        self.budget = budget
+        self.sp, self.sx, self.pp, self.px = graph
+        self.owner = owner
+        prepared = kernel.prepare(self.sp, priority, order, outside)
+        self.ordbuf, self.position, self.state, self.free, self.parity = prepared[:5]
+        size = int(prepared[5])
         self.mark = np.zeros(n, dtype=np.int64)
         self.counted = np.zeros(n, dtype=np.int64)
         self.count = np.zeros(n, dtype=np.int32)
@@ -133,20 +160,18 @@ class NativeZielonka:
         self.outbuf = np.empty(max(n, 1), dtype=np.int32)
         self.logs = np.empty((2, max(n, 1)), dtype=np.int32)
         self.heads = np.empty(max(n, 16), dtype=np.int32)
-        self.ordbuf = np.empty(max(2 * n, 16), dtype=np.int32)
-        self.ordbuf[: len(order)] = order
         self.lv = np.zeros((64, _FIELDS), dtype=np.int64)
         self.sc = np.zeros(_SCALARS, dtype=np.int64)
         # The first level: the whole game, scanned from the top of the sorted order.
-        self.lv[0, _OEND] = len(order)
-        self.lv[0, _OTOP] = len(order)
+        self.lv[0, _OEND] = size
+        self.lv[0, _OTOP] = size
         self.sc[_DEPTH] = 1
         self.sc[_NEXT] = 1
-        self.sc[_ORD] = len(order)
+        self.sc[_ORD] = size
 
     def steps(self) -> Iterator[None]:
         """Run the kernel a chunk of work at a time, charging the budget after each."""
-        kernel = _load()
+        kernel = _load().kernel
         done = 0
         while True:
             yield
@@ -161,7 +186,6 @@ class NativeZielonka:
                 self.position,
                 self.state,
                 self.free,
-                self.indeg,
                 self.mark,
                 self.counted,
                 self.count,
@@ -183,10 +207,12 @@ class NativeZielonka:
 
     def answer(self) -> tuple[list[int], list[int]]:
         """Read ``(winner, strategy)`` off the arrays once ``steps`` has run out."""
-        winner = self.state & 1
-        strategy = self.strategy.copy()
-        strategy[self.owner != winner] = -1
+        winner, strategy = self.answer_arrays()
         return winner.tolist(), strategy.tolist()
+
+    def answer_arrays(self) -> tuple[Any, Any]:
+        """``answer`` as numpy arrays (int8 winners, int32 picks), for games kept in arrays."""
+        return _load().answer(self.state, self.strategy, self.owner)  # type: ignore[no-any-return]
 
 
 def _interruptible(kernel: Any, *args: Any) -> Any:

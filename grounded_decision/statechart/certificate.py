@@ -18,12 +18,15 @@ exactly the winning regions (parity games are determined).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from grounded_decision.errors import CertificateError
-from grounded_decision.statechart.game import GameGraph
+from grounded_decision.statechart.game import GameGraph, arrays_module_of
+
+if TYPE_CHECKING:
+    from grounded_decision.statechart.arrays import ArrayGame
 
 __all__ = ["Certificate", "check_certificate", "verify_certificate"]
 
@@ -96,7 +99,7 @@ def _checked_ids(game: GameGraph, ids: Sequence[int] | None) -> Sequence[int] | 
 
 
 def check_certificate(
-    game: GameGraph,
+    game: GameGraph | ArrayGame,
     winner: Sequence[int],
     strategy: Sequence[int],
     *,
@@ -105,8 +108,9 @@ def check_certificate(
     """Check that ``strategy`` wins every vertex ``winner`` gives to each player.
 
     Parameters:
-        game: the game.
-        winner: ``0`` or ``1`` per vertex.
+        game: the game; an ``arrays.ArrayGame`` is checked by compiled code (the same
+            checks and problems, vertices named by index) when numba is installed.
+        winner: ``0`` or ``1`` per vertex (a sequence or a numpy array).
         strategy: per vertex, the successor its owner picks when the owner is the winner
             there (any value elsewhere).
         ids: the game file's id of each vertex (from ``read_pgsolver_with_ids``), so that
@@ -118,10 +122,18 @@ def check_certificate(
         A ``Certificate``; ``valid`` is false with the first problem found.
 
     Raises:
-        ValueError: when ``ids`` does not have one entry per vertex.
+        ValueError: when ``ids`` does not have one entry per vertex, or is given with an
+            ``ArrayGame``.
 
-    .. versionchanged:: Unreleased ``ids``.
+    .. versionchanged:: Unreleased ``ids``, ``ArrayGame``.
     """
+    if not isinstance(game, GameGraph):
+        arrays = arrays_module_of(game, "check_certificate")
+        if ids is not None:
+            msg = "check_certificate: ids name the vertices of a GameGraph; an ArrayGame has none"
+            raise ValueError(msg)
+        verdict: Certificate = arrays.check_array_certificate(game, winner, strategy)
+        return verdict
     label = _Labels(game, _checked_ids(game, ids))
     n = len(game)
     if len(winner) != n or len(strategy) != n:
@@ -179,7 +191,7 @@ def check_certificate(
 
 
 def verify_certificate(
-    game: GameGraph,
+    game: GameGraph | ArrayGame,
     winner: Sequence[int],
     strategy: Sequence[int],
     *,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -186,6 +188,16 @@ class GameGraph:
     def index(self, name: str) -> int:
         """Return the vertex index of a state name."""
         return self.names.index(name)
+
+
+def arrays_module_of(game: object, caller: str) -> ModuleType:
+    """The module of ``arrays.ArrayGame`` when ``game`` is one (an ArrayGame exists only once
+    its module, which needs numpy, is imported); a TypeError naming ``caller`` otherwise."""
+    arrays = sys.modules.get("grounded_decision.statechart.arrays")
+    if arrays is None or not isinstance(game, arrays.ArrayGame):
+        msg = f"{caller}: game must be a GameGraph or an ArrayGame, got {type(game).__name__}"
+        raise TypeError(msg)
+    return arrays
 
 
 def compile_game(chart: Statechart, limits: Limits | None = None) -> GameGraph:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
+from typing import TYPE_CHECKING, overload
 
 import attrs
 
@@ -24,7 +25,10 @@ from grounded_decision.statechart._zielonka import solve_zielonka
 from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
 from grounded_decision.statechart._zielonka_native import NativeZielonka, available
 from grounded_decision.statechart.certificate import verify_certificate
-from grounded_decision.statechart.game import GameGraph, Limits
+from grounded_decision.statechart.game import GameGraph, Limits, arrays_module_of
+
+if TYPE_CHECKING:
+    from grounded_decision.statechart.arrays import ArrayGame, ArraySolution
 
 __all__ = [
     "ALGORITHMS",
@@ -96,16 +100,30 @@ class ParitySolution:
         return even, odd
 
 
+@overload
 def solve_parity(
     game: GameGraph, limits: Limits | None = None, *, algorithm: str = "auto"
-) -> ParitySolution:
+) -> ParitySolution: ...
+
+
+@overload
+def solve_parity(
+    game: ArrayGame, limits: Limits | None = None, *, algorithm: str = "auto"
+) -> ArraySolution: ...
+
+
+def solve_parity(
+    game: GameGraph | ArrayGame, limits: Limits | None = None, *, algorithm: str = "auto"
+) -> ParitySolution | ArraySolution:
     """Solve the parity game and return both players' winning regions and strategies.
 
     The result is not checked here; pass it to ``check_certificate`` (or use
     ``winning_regions``, which does).
 
     Parameters:
-        game: the game.
+        game: the game; an ``arrays.ArrayGame`` gives an ``arrays.ArraySolution``, solved
+            by compiled code from end to end under ``zielonka`` and ``auto`` with no depth
+            cap when numba is installed.
         limits: ``max_game_vertices``, ``max_parity_depth`` (Zielonka's nesting),
             ``parity_steps`` and ``parity_seconds`` apply; ``None`` in any of them is no cap.
         algorithm: one of ``ALGORITHMS``.
@@ -118,6 +136,7 @@ def solve_parity(
             message names the setting.
 
     .. versionadded:: Unreleased
+    .. versionchanged:: Unreleased ``ArrayGame``.
     """
     if algorithm not in ALGORITHMS:
         msg = f"no parity algorithm named {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}"
@@ -127,13 +146,13 @@ def solve_parity(
     elif not isinstance(limits, Limits):
         msg = f"limits must be a Limits or None, got {type(limits).__name__}"
         raise TypeError(msg)
+    if not isinstance(game, GameGraph):
+        arrays = arrays_module_of(game, "solve_parity")
+        _refuse_past_size(len(game), limits)
+        solved: ArraySolution = arrays.solve_array_game(game, limits, algorithm)
+        return solved
     n = len(game)
-    if limits.max_game_vertices is not None and n > limits.max_game_vertices:
-        msg = (
-            f"{n} vertices exceed limit {limits.max_game_vertices} (Limits.max_game_vertices);"
-            " raise max_game_vertices, or pass None for no cap"
-        )
-        raise ParityUnsolved(msg, limit=limits.max_game_vertices, setting="max_game_vertices")
+    _refuse_past_size(n, limits)
     budget = Budget(limits.parity_steps, limits.parity_seconds)
     depth = limits.max_parity_depth
     if depth is None or algorithm in ("promotion", "tl", "rtl"):
@@ -154,6 +173,15 @@ def solve_parity(
     return ParitySolution(
         winner=tuple(winner), strategy=tuple(strategy), algorithm=used, steps=budget.steps
     )
+
+
+def _refuse_past_size(n: int, limits: Limits) -> None:
+    if limits.max_game_vertices is not None and n > limits.max_game_vertices:
+        msg = (
+            f"{n} vertices exceed limit {limits.max_game_vertices} (Limits.max_game_vertices);"
+            " raise max_game_vertices, or pass None for no cap"
+        )
+        raise ParityUnsolved(msg, limit=limits.max_game_vertices, setting="max_game_vertices")
 
 
 def fast_solver_available() -> bool:

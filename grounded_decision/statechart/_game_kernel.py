@@ -1,0 +1,312 @@
+"""Compiled passes over a game held in arrays (``arrays.ArrayGame``): predecessors, peeling,
+the order by priority, deciding the peeled vertices, and the certificate's checks.
+
+Each is the pass of the same name in the Python code (``GameGraph``, ``_peel``,
+``_zielonka_native``, ``certificate``), in time linear in the vertices and edges, so that a
+game of tens of millions of vertices and edges never becomes Python objects. Imported only
+once numba is known to be there; module-level functions, so numba caches their machine code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+__all__ = [
+    "check_closed",
+    "decide_peeled",
+    "losing_cycle",
+    "order_by_priority",
+    "peel",
+    "predecessors",
+]
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def predecessors(offsets: Any, targets: Any) -> Any:
+    """The predecessor lists as ``(offsets, sources)``, each list in increasing order (as
+    ``GameGraph.predecessors``), by a counting sort of the edges on their targets."""
+    n = offsets.shape[0] - 1
+    starts = np.zeros(n + 1, dtype=np.int64)
+    for e in range(targets.shape[0]):
+        starts[targets[e] + 1] += 1
+    for v in range(n):
+        starts[v + 1] += starts[v]
+    fill = starts[:n].copy()
+    sources = np.empty(targets.shape[0], dtype=np.int32)
+    for v in range(n):
+        for e in range(offsets[v], offsets[v + 1]):
+            w = targets[e]
+            sources[fill[w]] = v
+            fill[w] += 1
+    return starts, sources
+
+
+@jit
+def peel(offsets: Any, targets: Any, pred_offsets: Any) -> Any:
+    """``_peel.peel`` on arrays: ``(peeled, outside, work, core_size)``.
+
+    ``peeled`` in the order taken and ``work`` are those of ``_peel.peel``; ``outside``
+    marks the peeled vertices (empty when there are none), and ``core_size`` counts the
+    core's vertices plus their moves.
+    """
+    n = offsets.shape[0] - 1
+    indegree = pred_offsets[1:] - pred_offsets[:n]
+    peeled = np.empty(n, dtype=np.int32)
+    taken = 0
+    for v in range(n):
+        if indegree[v] == 0:
+            peeled[taken] = v
+            taken += 1
+    work = n
+    moves = 0
+    i = 0
+    while i < taken:
+        v = peeled[i]
+        i += 1
+        moves += offsets[v + 1] - offsets[v]
+        for e in range(offsets[v], offsets[v + 1]):
+            w = targets[e]
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                peeled[taken] = w
+                taken += 1
+    work += moves
+    core_size = n - taken + targets.shape[0] - moves
+    if taken == 0:
+        return peeled[:0], np.zeros(0, dtype=np.bool_), work, core_size
+    outside = np.zeros(n, dtype=np.bool_)
+    for k in range(taken):
+        outside[peeled[k]] = True
+    return peeled[:taken], outside, work + n, core_size
+
+
+@jit
+def order_by_priority(priority: Any, low: int, high: int) -> Any:
+    """The vertices from the highest priority down, in increasing order within one priority
+    (as Python's stable sort gives them), by counting: ``low..high`` holds every priority."""
+    n = priority.shape[0]
+    span = high - low + 1
+    starts = np.zeros(span + 1, dtype=np.int64)
+    for v in range(n):
+        starts[high - priority[v] + 1] += 1
+    for b in range(span):
+        starts[b + 1] += starts[b]
+    order = np.empty(n, dtype=np.int32)
+    for v in range(n):
+        b = high - priority[v]
+        order[starts[b]] = v
+        starts[b] += 1
+    return order
+
+
+@jit
+def decide_peeled(
+    peeled: Any, offsets: Any, targets: Any, owner: Any, winner: Any, strategy: Any
+) -> None:
+    """``_peel.decide_peeled`` on arrays, in place: last taken first, the owner wins by a
+    move into its own region when it has one."""
+    for k in range(peeled.shape[0] - 1, -1, -1):
+        v = peeled[k]
+        side = owner[v]
+        winner[v] = 1 - side
+        strategy[v] = -1
+        for e in range(offsets[v], offsets[v + 1]):
+            w = targets[e]
+            if winner[w] == side:
+                winner[v] = side
+                strategy[v] = w
+                break
+
+
+@jit
+def check_closed(offsets: Any, targets: Any, owner: Any, winner: Any, strategy: Any) -> Any:
+    """Part 1 of ``certificate.check_certificate``: ``(code, vertex, other)`` of the first
+    problem in vertex order, code 0 when every region is closed.
+
+    Codes: 1 a winner that is not 0 or 1; 2 an owner that wins with no pick (-1); 3 a pick
+    that is not a successor (``other`` is the pick); 4 a pick that leaves the region
+    (``other`` is the pick); 5 a loser's move out of the region (``other`` is its target).
+    """
+    n = owner.shape[0]
+    for v in range(n):
+        side = winner[v]
+        if side != 0 and side != 1:
+            return 1, v, side
+        if owner[v] == side:
+            move = strategy[v]
+            if move == -1:
+                return 2, v, move
+            found = False
+            for e in range(offsets[v], offsets[v + 1]):
+                if targets[e] == move:
+                    found = True
+                    break
+            if not found:
+                return 3, v, move
+            if winner[move] != side:
+                return 4, v, move
+        else:
+            for e in range(offsets[v], offsets[v + 1]):
+                w = targets[e]
+                if winner[w] != side:
+                    return 5, v, w
+    return 0, -1, -1
+
+
+@jit
+def losing_cycle(
+    offsets: Any, targets: Any, owner: Any, priority: Any, winner: Any, strategy: Any, side: int
+) -> int:
+    """Part 2 of ``certificate.check_certificate`` for ``side``: the top vertex of a cycle in
+    its region whose top priority is the opponent's, or -1.
+
+    The same splitting as the Python checker: strongly connected components (Tarjan's,
+    without recursion), and inside one that has a loser's priority but a higher one of the
+    winner's on top, the vertices at or below the loser's highest split again.
+    """
+    n = owner.shape[0]
+    piece = np.full(n, -1, dtype=np.int64)
+    index = np.full(n, -1, dtype=np.int64)
+    low = np.zeros(n, dtype=np.int64)
+    on_stack = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int32)
+    frames = np.empty(n, dtype=np.int32)  # the depth-first path
+    cursor = np.empty(n, dtype=np.int64)  # the next edge to look at, per vertex on the path
+    component = np.empty(n, dtype=np.int32)
+    members = np.empty(n, dtype=np.int32)  # the piece being split, copied out of pending
+    # Pieces still to split, each a run of ``pending`` between two of ``bounds``.
+    pending = np.empty(n, dtype=np.int32)
+    bounds = np.empty(n + 1, dtype=np.int64)
+    top = 0
+    for v in range(n):
+        if winner[v] == side:
+            pending[top] = v
+            top += 1
+    pieces = 0
+    if top > 0:
+        bounds[0] = 0
+        bounds[1] = top
+        pieces = 1
+    label = 0
+    counter = 0
+    while pieces > 0:
+        begin = bounds[pieces - 1]
+        end = bounds[pieces]
+        pieces -= 1
+        size_of_piece = end - begin
+        for k in range(size_of_piece):
+            u = pending[begin + k]
+            members[k] = u
+            piece[u] = label
+            index[u] = -1
+        free = begin  # where the pieces this one splits into go, over it in ``pending``
+        # Tarjan's algorithm over the members, edges restricted to the piece; a winner's
+        # vertex keeps only its pick.
+        depth_stack = 0
+        for r in range(size_of_piece):
+            root = members[r]
+            if index[root] >= 0:
+                continue
+            index[root] = counter
+            low[root] = counter
+            counter += 1
+            stack[depth_stack] = root
+            depth_stack += 1
+            on_stack[root] = True
+            path = 0
+            frames[path] = root
+            cursor[root] = offsets[root]
+            path = 1
+            while path > 0:
+                v = frames[path - 1]
+                advanced = False
+                while True:
+                    if owner[v] == side:
+                        # one move: the pick, looked at once
+                        if cursor[v] > offsets[v]:
+                            break
+                        cursor[v] += 1
+                        w = strategy[v]
+                    else:
+                        if cursor[v] >= offsets[v + 1]:
+                            break
+                        w = targets[cursor[v]]
+                        cursor[v] += 1
+                    if piece[w] != label:
+                        continue
+                    if index[w] < 0:
+                        index[w] = counter
+                        low[w] = counter
+                        counter += 1
+                        stack[depth_stack] = w
+                        depth_stack += 1
+                        on_stack[w] = True
+                        frames[path] = w
+                        cursor[w] = offsets[w]
+                        path += 1
+                        advanced = True
+                        break
+                    if on_stack[w] and index[w] < low[v]:
+                        low[v] = index[w]
+                if advanced:
+                    continue
+                path -= 1
+                if path > 0:
+                    parent = frames[path - 1]
+                    if low[v] < low[parent]:
+                        low[parent] = low[v]
+                if low[v] != index[v]:
+                    continue
+                size = 0
+                while True:
+                    depth_stack -= 1
+                    w = stack[depth_stack]
+                    on_stack[w] = False
+                    component[size] = w
+                    size += 1
+                    if w == v:
+                        break
+                if size == 1:
+                    u = component[0]
+                    loops = False
+                    if owner[u] == side:
+                        loops = strategy[u] == u
+                    else:
+                        for e in range(offsets[u], offsets[u + 1]):
+                            if targets[e] == u:
+                                loops = True
+                                break
+                    if not loops:
+                        continue
+                worst = -1
+                worst_vertex = -1
+                highest = -1
+                for k in range(size):
+                    u = component[k]
+                    p = priority[u]
+                    if p > highest:
+                        highest = p
+                    if p % 2 != side and p > worst:
+                        worst = p
+                        worst_vertex = u
+                if worst < 0:
+                    continue
+                if highest == worst:
+                    return worst_vertex
+                # Split again what lies at or below the loser's top (a new piece).
+                start = free
+                for k in range(size):
+                    u = component[k]
+                    if priority[u] <= worst:
+                        pending[free] = u
+                        free += 1
+                bounds[pieces] = start
+                bounds[pieces + 1] = free
+                pieces += 1
+        label += 1
+    return -1
