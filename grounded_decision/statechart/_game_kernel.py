@@ -1,5 +1,6 @@
 """Compiled passes over a game held in arrays (``arrays.ArrayGame``): predecessors, peeling,
-the order by priority, deciding the peeled vertices, and the certificate's checks.
+the order by priority, deciding the peeled vertices, the certificate's checks, and the
+lines of a PGSolver file.
 
 Each is the pass of the same name in the Python code (``GameGraph``, ``_peel``,
 ``_zielonka_native``, ``certificate``), in time linear in the vertices and edges, so that a
@@ -20,6 +21,7 @@ __all__ = [
     "losing_cycle",
     "order_by_priority",
     "peel",
+    "pgsolver_lines",
     "predecessors",
 ]
 
@@ -310,3 +312,50 @@ def losing_cycle(
                 pieces += 1
         label += 1
     return -1
+
+
+@jit
+def _digits(buffer: Any, at: int, value: int) -> int:
+    """Write ``value`` (0 or more) in decimal at ``buffer[at:]``; return the end."""
+    if value == 0:
+        buffer[at] = 48
+        return at + 1
+    end = at
+    rest = value
+    while rest > 0:
+        end += 1
+        rest //= 10
+    k = end
+    rest = value
+    while rest > 0:
+        k -= 1
+        buffer[k] = 48 + rest % 10
+        rest //= 10
+    return end
+
+
+@jit
+def pgsolver_lines(owner: Any, priority: Any, offsets: Any, targets: Any) -> Any:
+    """The vertex lines of a PGSolver file, ``v priority owner w,w,...;`` each, as ASCII
+    bytes (no names: an array game has none)."""
+    n = owner.shape[0]
+    m = targets.shape[0]
+    buffer = np.empty(n * 46 + m * 11 + 16, dtype=np.uint8)
+    at = 0
+    for v in range(n):
+        at = _digits(buffer, at, v)
+        buffer[at] = 32
+        at = _digits(buffer, at + 1, priority[v])
+        buffer[at] = 32
+        at = _digits(buffer, at + 1, owner[v])
+        buffer[at] = 32
+        at += 1
+        for e in range(offsets[v], offsets[v + 1]):
+            if e > offsets[v]:
+                buffer[at] = 44
+                at += 1
+            at = _digits(buffer, at, targets[e])
+        buffer[at] = 59
+        buffer[at + 1] = 10
+        at += 2
+    return buffer[:at]

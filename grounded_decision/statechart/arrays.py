@@ -303,6 +303,29 @@ def _solution(winner: Any, strategy: Any, algorithm: str, steps: int) -> ArraySo
     )
 
 
+def first_priority_from(game: ArrayGame, bound: int) -> int | None:
+    """The first vertex whose priority is ``bound`` or more, if any."""
+    past = game.priority >= bound
+    return _first(past) if past.any() else None
+
+
+def pgsolver_lines(game: ArrayGame) -> str:
+    """The vertex lines of ``write_pgsolver``: ``v priority owner w,w,...;`` (no names)."""
+    from grounded_decision.statechart._zielonka_native import available
+
+    if available():
+        from grounded_decision.statechart import _game_kernel
+
+        lines = _game_kernel.pgsolver_lines(game.owner, game.priority, game.offsets, game.targets)
+        return lines.tobytes().decode("ascii")  # type: ignore[no-any-return]
+    offsets = game.offsets.tolist()
+    targets = game.targets.tolist()
+    priority = game.priority.tolist()
+    owner = game.owner.tolist()
+    moves = (",".join(map(str, targets[offsets[v] : offsets[v + 1]])) for v in range(len(game)))
+    return "".join(f"{v} {priority[v]} {owner[v]} {out};\n" for v, out in enumerate(moves))
+
+
 def check_array_certificate(game: ArrayGame, winner: Any, strategy: Any) -> Certificate:
     """``check_certificate`` for an ``ArrayGame``: the same checks and problems, compiled."""
     from grounded_decision.statechart._zielonka_native import available

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from grounded_decision.errors import PgsolverFormatError
-from grounded_decision.statechart.game import Edge, GameGraph
+from grounded_decision.statechart.game import Edge, GameGraph, arrays_module_of
+
+if TYPE_CHECKING:
+    from grounded_decision.statechart.arrays import ArrayGame
 
 __all__ = [
     "LINE_END",
@@ -296,34 +300,47 @@ def _quote(name: str) -> str:
     return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r") + '"'
 
 
-def write_pgsolver(game: GameGraph) -> str:
+def write_pgsolver(game: GameGraph | ArrayGame) -> str:
     """Write a game in PGSolver format (ids ``0..n-1``, names quoted, start if not 0).
 
     The file holds the parity game: owners, priorities, moves and names (a name's line
-    breaks written ``\\n`` and ``\\r``), not the weights a mean-payoff solve reads.
+    breaks written ``\\n`` and ``\\r``), not the weights a mean-payoff solve reads. An
+    ``arrays.ArrayGame`` has no names, and its lines are written by compiled code when
+    numba is installed.
 
     Raises:
         ValueError: a priority has more digits than a file may hold (18).
 
     .. versionadded:: Unreleased
+    .. versionchanged:: Unreleased ``ArrayGame``.
     """
-    too_long = next(
-        (v for v, p in enumerate(game.priority) if len(str(abs(p))) > _MAX_DIGITS), None
-    )
-    if too_long is not None:
-        msg = (
-            f"vertex {too_long} has priority {game.priority[too_long]}, of more than"
-            f" {_MAX_DIGITS} digits, which no PGSolver file this library reads may hold;"
-            " compress the priorities first (only their order and parity matter)"
-        )
-        raise ValueError(msg)
-    out = [f"parity {len(game) - 1};"]
-    if game.start != 0:
-        out.append(f"start {game.start};")
+    if not isinstance(game, GameGraph):
+        arrays = arrays_module_of(game, "write_pgsolver")
+        too_long = arrays.first_priority_from(game, 10**_MAX_DIGITS)
+        if too_long is not None:
+            raise _long_priority(too_long, int(game.priority[too_long]))
+        lines: str = arrays.pgsolver_lines(game)
+        return _header(len(game), game.start) + lines
+    for v, p in enumerate(game.priority):
+        if len(str(abs(p))) > _MAX_DIGITS:
+            raise _long_priority(v, p)
+    out = [_header(len(game), game.start)]
     for v in range(len(game)):
         succ = ",".join(str(w) for w in game.successors[v])
-        out.append(f"{v} {game.priority[v]} {game.owner[v]} {succ} {_quote(game.names[v])};")
-    return "\n".join(out) + "\n"
+        out.append(f"{v} {game.priority[v]} {game.owner[v]} {succ} {_quote(game.names[v])};\n")
+    return "".join(out)
+
+
+def _header(n: int, start: int) -> str:
+    return f"parity {n - 1};\n" + (f"start {start};\n" if start != 0 else "")
+
+
+def _long_priority(v: int, priority: int) -> ValueError:
+    return ValueError(
+        f"vertex {v} has priority {priority}, of more than {_MAX_DIGITS} digits, which no"
+        " PGSolver file this library reads may hold; compress the priorities first (only"
+        " their order and parity matter)"
+    )
 
 
 def write_solution(

@@ -20,8 +20,10 @@ from grounded_decision.statechart import (
     _zielonka_native,
     check_certificate,
     parity,
+    read_pgsolver,
     solve_parity,
     verify_certificate,
+    write_pgsolver,
 )
 from grounded_decision.statechart.arrays import ArrayGame, ArraySolution
 
@@ -262,3 +264,29 @@ def test_a_winner_that_is_not_a_number_is_checked_by_the_python_checker() -> Non
     assert not verdict.valid
     assert verdict.vertex == 0
     assert "has winner 'x'" in (verdict.problem or "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(game=games(two_player=True, max_vertices=12, max_priority=30))
+def test_a_written_array_game_reads_back_as_the_same_game(game: GameGraph) -> None:
+    array_game = ArrayGame.from_game(game)
+    text = write_pgsolver(array_game)
+    back = read_pgsolver(text)
+    assert back.successors == game.successors
+    assert back.priority == game.priority
+    assert back.owner == game.owner
+    assert back.start == game.start
+
+
+def test_the_compiled_writer_writes_what_python_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    array_game = ArrayGame.from_game(GAMES.random_parity_game(500, random.Random(5)))
+    compiled = write_pgsolver(array_game)
+    monkeypatch.setattr(_zielonka_native, "available", lambda: False)
+    assert write_pgsolver(array_game) == compiled
+    assert compiled.startswith("parity 499;\n0 ")
+
+
+def test_a_priority_too_long_for_a_file_is_refused() -> None:
+    game = ArrayGame([0, 1], [1, 10**18], [0, 1, 2], [1, 0])
+    with pytest.raises(ValueError, match="vertex 1 has priority 1000000000000000000, of more than"):
+        write_pgsolver(game)
