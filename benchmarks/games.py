@@ -29,6 +29,7 @@ Sections, in the order they print:
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import math
 import os
@@ -46,11 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from grounded_decision.statechart import (
+    NO_LIMITS,
     GameGraph,
     Limits,
     ParityUnsolved,
     check_certificate,
     even_wins,
+    fast_solver_available,
     max_mean_payoff,
     read_pgsolver,
     read_solution,
@@ -415,6 +418,95 @@ def two_counters(k: int) -> GameGraph:
     return _game(priority, owner, succ)
 
 
+def _array_game(owner: Any, priority: Any, degree: Any, targets: Any) -> Any:
+    """An ArrayGame from per-vertex out-degrees and the successors, vertex after vertex."""
+    import numpy as np
+
+    from grounded_decision.statechart.arrays import ArrayGame
+
+    offsets = np.zeros(len(degree) + 1, dtype=np.int64)
+    np.cumsum(degree, out=offsets[1:])
+    return ArrayGame(owner, priority, offsets, targets)
+
+
+def ladder_arrays(n: int) -> Any:
+    """``ladder(n)`` built as an ArrayGame with numpy (the same arrays, in a fraction of the
+    time and memory, for the sizes where Oink's Zielonka needs a second)."""
+    import numpy as np
+
+    v = np.arange(2 * n, dtype=np.int64)
+    rung = v // 2
+    first = 2 * ((rung + 1) % n)
+    targets = np.empty(4 * n, dtype=np.int64)
+    targets[0::2] = first
+    targets[1::2] = first + 1
+    priority = np.where(v % 2 == 0, 2 * rung + 2, 2 * rung + 1)
+    return _array_game(v % 2, priority, np.full(2 * n, 2), targets)
+
+
+def jurdzinski_arrays(levels: int, width: int) -> Any:
+    """``jurdzinski(levels, width)`` built as an ArrayGame with numpy.
+
+    Every vertex has four move slots, in the order the list generator appends them (right,
+    left, down for Even, back to the last level's first vertex for Odd); the slots a vertex
+    lacks are dropped, as is the jump of the last level's column 1, whose left neighbour is
+    the same vertex (a GameGraph keeps a repeated move once).
+    """
+    import numpy as np
+
+    row = 2 * width + 1
+    v = np.arange(levels * row, dtype=np.int64)
+    level, column = v // row, v % row
+    even = column % 2 == 0
+    corner = (levels - 1) * row
+    slots = np.stack([v + 1, v - 1, v + row, np.full_like(v, corner)], axis=1)
+    valid = np.stack(
+        [
+            column + 1 < row,
+            column > 0,
+            even & (level + 1 < levels),
+            ~even & ~((level == levels - 1) & (column == 1)),
+        ],
+        axis=1,
+    )
+    priority = np.where(even, 2 * level, 2 * level + 1)
+    return _array_game(np.where(even, 0, 1), priority, valid.sum(axis=1), slots[valid])
+
+
+def two_counters_arrays(k: int) -> Any:
+    """``two_counters(k)`` built as an ArrayGame with numpy."""
+    import numpy as np
+
+    top = 4 * k + 4
+    n = 6 * k
+    owner = np.empty(n, dtype=np.int64)
+    priority = np.empty(n, dtype=np.int64)
+    degree = np.empty(n, dtype=np.int64)
+    pieces = []
+    for i in range(k):
+        for player in (0, 1):
+            base = 3 * (2 * i + player)
+            hi = top - 2 * i - (2 if player == 0 else 1)
+            priority[base : base + 3] = (hi, 2 + player, hi - 2 * k - 1)
+            owner[base : base + 3] = (player, 1 - player, 1 - player)
+            higher = 3 * (2 * np.arange(i, k) + 1 - player) + 2  # the other counter's inputs
+            degree[base : base + 3] = (1, 1 + len(higher), 1)
+            previous = 3 * (2 * ((i + k - 1) % k) + player) + 2
+            pieces += [[previous], [base], higher, [base + 1]]
+    return _array_game(owner, priority, degree, np.concatenate(pieces))
+
+
+ARRAY_FAMILIES: dict[str, Callable[[int], Any]] = {
+    "ladder": ladder_arrays,
+    "jurdzinski": lambda size: jurdzinski_arrays(size, size),
+    "two_counters": two_counters_arrays,
+}
+"""The near-linear families of ``SCAN_FAMILIES`` built straight as ArrayGames, which the
+scan solves, checks and hands to Oink without a GameGraph when numba is installed: at the
+sizes where Oink's Zielonka needs a second (tens of millions of vertices and edges) a
+GameGraph alone takes minutes and gigabytes to build."""
+
+
 def van_dijk_counters(n: int) -> GameGraph:
     """Van Dijk's two n-bit counters ("A parity game tale of two counters", 2019).
 
@@ -566,11 +658,12 @@ learning, priority promotion (the authors' NPP and RR) and its optimised Zielonk
 
 
 def _run_oink(
-    binary: str, game: GameGraph, flag: str, timeout: float, expected: tuple[int, ...]
+    binary: str, game: GameGraph | Any, flag: str, timeout: float, expected: Any
 ) -> float | None:
     """Oink's own solving time (preprocessing included, parsing not), None past the timeout.
 
-    Oink is called as ``OINK FLAG game.pg solution.sol``; its winners must equal ours.
+    Oink is called as ``OINK FLAG game.pg solution.sol``; its winners must equal ours
+    (``expected``: a tuple for a GameGraph, an array for an ArrayGame).
     """
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "game.pg"
@@ -586,8 +679,12 @@ def _run_oink(
             )
         except subprocess.TimeoutExpired:
             return None
-        winners, _ = read_solution(out.read_text(encoding="utf-8"), len(game))
-        if tuple(winners) != expected:
+        if isinstance(game, GameGraph):
+            winners, _ = read_solution(out.read_text(encoding="utf-8"), len(game))
+            agrees = tuple(winners) == expected
+        else:
+            agrees = bool((_solution_winners(out, len(game)) == expected).all())
+        if not agrees:
             msg = f"Oink {flag} disagrees with the solvers here"
             raise RuntimeError(msg)
         found = re.search(r"total solving time: ([0-9.e+-]+)", done.stdout + done.stderr)
@@ -595,6 +692,43 @@ def _run_oink(
             msg = "Oink printed no 'total solving time'; is OINK an Oink binary?"
             raise RuntimeError(msg)
         return float(found.group(1))
+
+
+def _solution_winners(path: Path, n: int) -> Any:
+    """The winners of a solution file Oink wrote (``v winner [move];`` lines) as an array,
+    -1 for a vertex it left out: read by compiled code, for files of millions of lines."""
+    import numpy as np
+
+    return _solution_parser()(np.fromfile(path, dtype=np.uint8), n)
+
+
+@functools.cache
+def _solution_parser() -> Callable[[Any, int], Any]:
+    import numba
+    import numpy as np
+
+    @numba.njit(cache=False)
+    def parse(data: Any, n: int) -> Any:
+        winners = np.full(n, -1, dtype=np.int8)
+        i = 0
+        while i < len(data) and data[i] != 10:  # the paritysol line
+            i += 1
+        i += 1
+        while i < len(data):
+            v = 0
+            digits = 0
+            while i < len(data) and 48 <= data[i] <= 57:
+                v = 10 * v + data[i] - 48
+                digits += 1
+                i += 1
+            if digits and i + 1 < len(data) and 0 <= v < n:
+                winners[v] = data[i + 1] - 48
+            while i < len(data) and data[i] != 10:
+                i += 1
+            i += 1
+        return winners
+
+    return parse  # type: ignore[no-any-return]
 
 
 def _oink_best(
@@ -766,30 +900,38 @@ counters and the recursive ladder, which make it exponential, by five for PGSolv
 Jurdzinski game, on which its time grows as about the cube of the width)."""
 
 
-def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
+def scan_section(*, families: list[str], max_size: int, max_array_size: int, timeout: float) -> int:
     """Section 3: grow each family until Oink's Zielonka needs a second, timing ``auto`` too.
 
     A family stops at the first size where Oink's Zielonka takes a second or more (or runs
-    out of time), where its vertices and edges pass ``max_size``, or where ``auto`` runs
-    out of time. When the size cap stopped it, the last line gives, from the last two rows,
-    the size (vertices plus edges) at which Oink's Zielonka would need a second if its time
-    kept growing at the same rate.
+    out of time), where its vertices and edges pass ``max_size`` (``max_array_size`` for
+    the families built as ArrayGames), or where ``auto`` runs out of time. When the size
+    cap stopped it, the last line gives, from the last two rows, the size (vertices plus
+    edges) at which Oink's Zielonka would need a second if its time kept growing at the
+    same rate.
     """
     oink = os.environ.get("OINK")
     if not oink:
         print("== scan: needs OINK (a locally built Oink binary) to find Oink's 1 s sizes")
         return 2
     print("== scan: crafted families grown until Oink's Zielonka needs 1 s (seconds per solve)")
-    header = f"{'family':14} {'size':>7} {'vertices':>9} {'edges':>9} {'oink zlk':>9} {'auto':>9}"
+    arrays = fast_solver_available()
+    if arrays:
+        print(f"   {', '.join(ARRAY_FAMILIES)}: built and solved as ArrayGames ('as' column)")
+    header = (
+        f"{'family':14} {'size':>7} {'vertices':>9} {'edges':>9} {'as':>6}"
+        f" {'oink zlk':>9} {'auto':>9}"
+    )
     print(header)
     print("-" * len(header))
     for family in families:
         make, size, grow = SCAN_FAMILIES[family]
+        as_arrays = arrays and family in ARRAY_FAMILIES
         rows: list[tuple[int, float]] = []
         while True:
-            game = make(size)
-            edges = sum(len(out) for out in game.successors)
-            if len(game) + edges > max_size:
+            game = ARRAY_FAMILIES[family](size) if as_arrays else make(size)
+            edges = _edge_count(game)
+            if len(game) + edges > (max_array_size if as_arrays else max_size):
                 print(f"{family:14} {size:7d} {len(game):9d} {edges:9d} past --max-size")
                 if len(rows) >= 2 and rows[-1][1] > rows[-2][1] > 0:
                     (n0, t0), (n1, t1) = rows[-2], rows[-1]
@@ -800,13 +942,14 @@ def scan_section(*, families: list[str], max_size: int, timeout: float) -> int:
                         f" 1 s near {needed:,.0f} vertices and edges"
                     )
                 break
-            auto_time, winners, _ = _solve_all_auto(game, timeout)
+            auto_time, expected = _solve_auto_checked(game, timeout)
             zlk = None
-            if winners:
-                (expected,) = winners
+            if expected is not None:
                 zlk = _run_oink(oink, game, "--zlk", timeout, expected)
+            kind = "arrays" if as_arrays else "graph"
             print(
-                f"{family:14} {size:7d} {len(game):9d} {edges:9d} {_fine(zlk)} {_cell(auto_time)}",
+                f"{family:14} {size:7d} {len(game):9d} {edges:9d} {kind:>6} {_fine(zlk)}"
+                f" {_cell(auto_time)}",
                 flush=True,
             )
             if auto_time is None or zlk is None or zlk >= 1.0:
@@ -952,8 +1095,14 @@ def load_compiled() -> float | None:
     started = time.perf_counter()
     if not available():
         return None
+    from grounded_decision.statechart.arrays import ArrayGame
+
     warm = random_parity_game(200, random.Random(0))
     deque(NativeZielonka(*_arrays(warm), Budget(None, None), None).steps(), maxlen=0)
+    array_game = ArrayGame.from_game(warm)  # and the passes over games held in arrays
+    solution = solve_parity(array_game, NO_LIMITS)
+    check_certificate(array_game, solution.winner, solution.strategy)
+    write_pgsolver(array_game)
     return time.perf_counter() - started
 
 
@@ -961,22 +1110,26 @@ def _arrays(game: GameGraph) -> tuple[Any, Any, Any, Any]:
     return game.successors, game.predecessors, game.owner, game.priority
 
 
-def _solve_all_auto(
-    game: GameGraph, timeout: float
-) -> tuple[float | None, set[tuple[int, ...]], bool]:
-    """Time ``auto`` once and check its certificate."""
+def _edge_count(game: GameGraph | Any) -> int:
+    if isinstance(game, GameGraph):
+        return sum(len(out) for out in game.successors)
+    return len(game.targets)
+
+
+def _solve_auto_checked(game: GameGraph | Any, timeout: float) -> tuple[float | None, Any]:
+    """Time ``auto`` once and check its certificate: the seconds and the winners (a tuple,
+    or an array for an ArrayGame), or ``(None, None)`` past the timeout."""
     budget = Limits(None, None, None, parity_seconds=timeout)
     started = time.perf_counter()
     try:
         solution = solve_parity(game, budget)
     except ParityUnsolved:
-        return None, set(), False
+        return None, None
     seconds = time.perf_counter() - started
-    verified = check_certificate(game, solution.winner, solution.strategy).valid
-    if not verified:
+    if not check_certificate(game, solution.winner, solution.strategy).valid:
         msg = "certificate rejected in the scan"
         raise RuntimeError(msg)
-    return seconds, {solution.winner}, verified
+    return seconds, solution.winner
 
 
 # -- Command line -------------------------------------------------------------------------
@@ -1018,7 +1171,13 @@ def main(argv: list[str] | None = None) -> int:
         "--max-size",
         type=int,
         default=4_000_000,
-        help="most vertices plus edges of a game --section scan builds",
+        help="most vertices plus edges of a GameGraph --section scan builds",
+    )
+    parser.add_argument(
+        "--max-array-size",
+        type=int,
+        default=150_000_000,
+        help="most vertices plus edges of an ArrayGame --section scan builds",
     )
     parser.add_argument(
         "--seeds", type=int, default=6, help="random games of --section seeds (seeds from --seed)"
@@ -1047,7 +1206,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.section == "scan":
         return scan_section(
-            families=args.families, max_size=args.max_size, timeout=args.old_timeout
+            families=args.families,
+            max_size=args.max_size,
+            max_array_size=args.max_array_size,
+            timeout=args.old_timeout,
         )
     if args.section in ("all", "growth"):
         status = growth_section(quick=args.quick, seed=args.seed, karp_max=args.karp_max)

@@ -244,7 +244,7 @@ class ArraySolution:
     steps: int
 
 
-def solve_array_game(game: ArrayGame, limits: Limits, algorithm: str) -> ArraySolution:
+def _solve(game: ArrayGame, limits: Limits, algorithm: str) -> ArraySolution:
     """``solve_parity`` for an ``ArrayGame`` (its caller checks ``algorithm`` and limits).
 
     With numba, ``zielonka`` and ``auto`` with no depth cap run compiled from end to end;
@@ -303,13 +303,13 @@ def _solution(winner: Any, strategy: Any, algorithm: str, steps: int) -> ArraySo
     )
 
 
-def first_priority_from(game: ArrayGame, bound: int) -> int | None:
+def _first_priority_from(game: ArrayGame, bound: int) -> int | None:
     """The first vertex whose priority is ``bound`` or more, if any."""
     past = game.priority >= bound
     return _first(past) if past.any() else None
 
 
-def pgsolver_lines(game: ArrayGame) -> str:
+def _pgsolver_lines(game: ArrayGame) -> str:
     """The vertex lines of ``write_pgsolver``: ``v priority owner w,w,...;`` (no names)."""
     from grounded_decision.statechart._zielonka_native import available
 
@@ -326,7 +326,7 @@ def pgsolver_lines(game: ArrayGame) -> str:
     return "".join(f"{v} {priority[v]} {owner[v]} {out};\n" for v, out in enumerate(moves))
 
 
-def check_array_certificate(game: ArrayGame, winner: Any, strategy: Any) -> Certificate:
+def _check(game: ArrayGame, winner: Any, strategy: Any) -> Certificate:
     """``check_certificate`` for an ``ArrayGame``: the same checks and problems, compiled."""
     from grounded_decision.statechart._zielonka_native import available
     from grounded_decision.statechart.certificate import Certificate, check_certificate

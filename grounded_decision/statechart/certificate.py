@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from grounded_decision.errors import CertificateError
-from grounded_decision.statechart.game import GameGraph, arrays_module_of
+from grounded_decision.statechart.game import GameGraph, _arrays_module_of
 
 if TYPE_CHECKING:
     from grounded_decision.statechart.arrays import ArrayGame
@@ -128,11 +128,11 @@ def check_certificate(
     .. versionchanged:: Unreleased ``ids``, ``ArrayGame``.
     """
     if not isinstance(game, GameGraph):
-        arrays = arrays_module_of(game, "check_certificate")
+        arrays = _arrays_module_of(game, "check_certificate")
         if ids is not None:
             msg = "check_certificate: ids name the vertices of a GameGraph; an ArrayGame has none"
             raise ValueError(msg)
-        verdict: Certificate = arrays.check_array_certificate(game, winner, strategy)
+        verdict: Certificate = arrays._check(game, winner, strategy)
         return verdict
     label = _Labels(game, _checked_ids(game, ids))
     n = len(game)

@@ -190,7 +190,7 @@ class GameGraph:
         return self.names.index(name)
 
 
-def arrays_module_of(game: object, caller: str) -> ModuleType:
+def _arrays_module_of(game: object, caller: str) -> ModuleType:
     """The module of ``arrays.ArrayGame`` when ``game`` is one (an ArrayGame exists only once
     its module, which needs numpy, is imported); a TypeError naming ``caller`` otherwise."""
     arrays = sys.modules.get("grounded_decision.statechart.arrays")

@@ -25,7 +25,7 @@ from grounded_decision.statechart._zielonka import solve_zielonka
 from grounded_decision.statechart._zielonka_fast import ZielonkaSolver
 from grounded_decision.statechart._zielonka_native import NativeZielonka, available
 from grounded_decision.statechart.certificate import verify_certificate
-from grounded_decision.statechart.game import GameGraph, Limits, arrays_module_of
+from grounded_decision.statechart.game import GameGraph, Limits, _arrays_module_of
 
 if TYPE_CHECKING:
     from grounded_decision.statechart.arrays import ArrayGame, ArraySolution
@@ -147,9 +147,9 @@ def solve_parity(
         msg = f"limits must be a Limits or None, got {type(limits).__name__}"
         raise TypeError(msg)
     if not isinstance(game, GameGraph):
-        arrays = arrays_module_of(game, "solve_parity")
+        arrays = _arrays_module_of(game, "solve_parity")
         _refuse_past_size(len(game), limits)
-        solved: ArraySolution = arrays.solve_array_game(game, limits, algorithm)
+        solved: ArraySolution = arrays._solve(game, limits, algorithm)
         return solved
     n = len(game)
     _refuse_past_size(n, limits)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from grounded_decision.errors import PgsolverFormatError
-from grounded_decision.statechart.game import Edge, GameGraph, arrays_module_of
+from grounded_decision.statechart.game import Edge, GameGraph, _arrays_module_of
 
 if TYPE_CHECKING:
     from grounded_decision.statechart.arrays import ArrayGame
@@ -315,11 +315,11 @@ def write_pgsolver(game: GameGraph | ArrayGame) -> str:
     .. versionchanged:: Unreleased ``ArrayGame``.
     """
     if not isinstance(game, GameGraph):
-        arrays = arrays_module_of(game, "write_pgsolver")
-        too_long = arrays.first_priority_from(game, 10**_MAX_DIGITS)
+        arrays = _arrays_module_of(game, "write_pgsolver")
+        too_long = arrays._first_priority_from(game, 10**_MAX_DIGITS)
         if too_long is not None:
             raise _long_priority(too_long, int(game.priority[too_long]))
-        lines: str = arrays.pgsolver_lines(game)
+        lines: str = arrays._pgsolver_lines(game)
         return _header(len(game), game.start) + lines
     for v, p in enumerate(game.priority):
         if len(str(abs(p))) > _MAX_DIGITS:

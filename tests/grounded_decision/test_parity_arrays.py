@@ -290,3 +290,16 @@ def test_a_priority_too_long_for_a_file_is_refused() -> None:
     game = ArrayGame([0, 1], [1, 10**18], [0, 1, 2], [1, 0])
     with pytest.raises(ValueError, match="vertex 1 has priority 1000000000000000000, of more than"):
         write_pgsolver(game)
+
+
+@pytest.mark.parametrize(
+    ("family", "sizes"),
+    [("ladder", [1, 2, 3, 40]), ("jurdzinski", [1, 2, 3, 7]), ("two_counters", [1, 2, 5, 12])],
+)
+def test_the_benchmarks_array_families_are_its_list_families(family: str, sizes: list[int]) -> None:
+    """The scan builds the near-linear families straight as arrays: the very same games."""
+    for size in sizes:
+        built = GAMES.ARRAY_FAMILIES[family](size)
+        listed = ArrayGame.from_game(GAMES.SCAN_FAMILIES[family][0](size))
+        for name in ("owner", "priority", "offsets", "targets"):
+            assert getattr(built, name).tolist() == getattr(listed, name).tolist(), (size, name)
