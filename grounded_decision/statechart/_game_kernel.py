@@ -1,6 +1,6 @@
 """Compiled passes over a game held in arrays (``arrays.ArrayGame``): predecessors, peeling,
 the order by priority, deciding the peeled vertices, the certificate's checks, and the
-lines of a PGSolver file.
+lines of a PGSolver file, written and read.
 
 Each is the pass of the same name in the Python code (``GameGraph``, ``_peel``,
 ``_zielonka_native``, ``certificate``), in time linear in the vertices and edges, so that a
@@ -20,6 +20,7 @@ __all__ = [
     "decide_peeled",
     "losing_cycle",
     "order_by_priority",
+    "parse_pgsolver",
     "peel",
     "pgsolver_lines",
     "predecessors",
@@ -359,3 +360,273 @@ def pgsolver_lines(owner: Any, priority: Any, offsets: Any, targets: Any) -> Any
         buffer[at + 1] = 10
         at += 2
     return buffer[:at]
+
+
+PARSED = 0
+"""``parse_pgsolver`` read the file."""
+NOT_PLAIN = 1
+"""``parse_pgsolver`` met text outside the plain form it reads (or the file is malformed)."""
+BOUND_TOO_LARGE = 2
+"""The header's bound is the file's length in bytes or more, or past 32-bit ids: a table
+indexed by id would outgrow the file."""
+NOT_A_GAME = 3
+"""The lines are plain but the game is not right: an owner other than 0 or 1, an id above
+the bound or defined twice, a successor or start that is not defined."""
+
+_PARITY = np.frombuffer(b"parity", dtype=np.uint8)
+_START = np.frombuffer(b"start", dtype=np.uint8)
+_TAB = ord("\t")
+_NEWLINE = ord("\n")
+_CARRIAGE = ord("\r")
+_SPACE = ord(" ")
+_QUOTE = ord('"')
+_COMMA = ord(",")
+_SEMICOLON = ord(";")
+_BACKSLASH = ord("\\")
+_S = ord("s")
+_ZERO = ord("0")
+_NINE = ord("9")
+_MAX_DIGITS = 18  # as ``pgsolver._MAX_DIGITS``: an int64 holds every number read
+
+
+@jit
+def _blanks(data: Any, at: int) -> int:
+    """Where the spaces and tabs from ``at`` end."""
+    size = data.shape[0]
+    while at < size and (data[at] == _SPACE or data[at] == _TAB):
+        at += 1
+    return at
+
+
+@jit
+def _whole(data: Any, at: int) -> Any:
+    """The number written at ``at`` as ``(value, end)``; ``end`` is -1 when no digit is
+    there or more than 18 are (the Python reader refuses those with its own message)."""
+    size = data.shape[0]
+    end = at
+    value = 0
+    while end < size and data[end] >= _ZERO and data[end] <= _NINE:
+        if end - at == _MAX_DIGITS:
+            return 0, -1
+        value = value * 10 + (int(data[end]) - _ZERO)
+        end += 1
+    if end == at:
+        return 0, -1
+    return value, end
+
+
+@jit
+def _line_end(data: Any, at: int) -> int:
+    """Past the blanks from ``at`` and the ``\\n`` that ends the line (or the file's end),
+    or -1 when anything else follows."""
+    at = _blanks(data, at)
+    if at == data.shape[0]:
+        return at
+    if data[at] == _NEWLINE:
+        return at + 1
+    return -1
+
+
+@jit
+def _keyword(data: Any, at: int, word: Any) -> Any:
+    """The line ``word N;`` from ``at`` as ``(N, start of the next line)``; the position is
+    -1 when the line is not one."""
+    size = data.shape[0]
+    at = _blanks(data, at)
+    if at + word.shape[0] > size:
+        return 0, -1
+    for k in range(word.shape[0]):
+        if data[at + k] != word[k]:
+            return 0, -1
+    at += word.shape[0]
+    after = _blanks(data, at)
+    if after == at:
+        return 0, -1
+    value, at = _whole(data, after)
+    if at < 0:
+        return 0, -1
+    at = _blanks(data, at)
+    if at == size or data[at] != _SEMICOLON:
+        return 0, -1
+    return value, _line_end(data, at + 1)
+
+
+@jit
+def _past_name(data: Any, at: int) -> int:
+    """Past the closing quote of a name whose text starts at ``at``, or -1 when the line
+    ends first. A backslash escapes the byte after it; a name's line breaks are escaped,
+    never raw, so a raw one ends the line as the Python reader splits lines."""
+    size = data.shape[0]
+    while at < size:
+        byte = data[at]
+        if byte == _QUOTE:
+            return at + 1
+        if byte == _NEWLINE or byte == _CARRIAGE:
+            return -1
+        if byte == _BACKSLASH:
+            at += 1
+            if at == size or data[at] == _NEWLINE or data[at] == _CARRIAGE:
+                return -1
+        at += 1
+    return -1
+
+
+@jit
+def _after_number(data: Any, at: int) -> int:
+    """Past the blanks that must follow a vertex's id, priority or owner, or -1 when none."""
+    after = _blanks(data, at)
+    return -1 if after == at else after
+
+
+@jit
+def _failed(code: int) -> Any:
+    """The answer of ``parse_pgsolver`` for a file it does not read."""
+    return (
+        code,
+        np.zeros(0, dtype=np.int8),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int64),
+        0,
+    )
+
+
+@jit
+def parse_pgsolver(data: Any) -> Any:
+    """Read a PGSolver game file in its plain form, from its bytes (a uint8 array).
+
+    Returns ``(status, owner, priority, offsets, targets, ids, start)``: the arrays of an
+    ``ArrayGame``, vertices renumbered in increasing id order with ``ids`` their ids in the
+    file, each vertex's successors without repeats in the order first listed (as
+    ``GameGraph.successors``), names skipped; or a nonzero status (``NOT_PLAIN``,
+    ``BOUND_TOO_LARGE``, ``NOT_A_GAME``) and empty arrays.
+
+    The plain form is what writers produce: ``parity N;`` on the first line, then
+    ``start S;`` or not, then vertex lines ``id priority owner s,s,...`` with an optional
+    quoted name, and ``;``; every line ends with ``\\n`` (the last may end the file), blanks
+    are spaces and tabs. Everything else the Python reader accepts (a byte order mark,
+    ``\\r``, blank or comment lines, other white space) or refuses is left to it, so that it
+    reads the file or names the line at fault: this reader never explains, it only declines.
+
+    Two passes over the bytes and one over the ids up to ``N``, which is below the file's
+    length, so time and memory are linear in the file.
+    """
+    size = data.shape[0]
+    lines = 1
+    commas = 0
+    for k in range(size):
+        byte = data[k]
+        if byte == _NEWLINE:
+            lines += 1
+        elif byte == _COMMA:
+            commas += 1
+    bound, at = _keyword(data, 0, _PARITY)
+    if at < 0:
+        return _failed(NOT_PLAIN)
+    if bound >= size or bound >= 2**31 - 1:
+        return _failed(BOUND_TOO_LARGE)
+    start_id = -1
+    first = _blanks(data, at)
+    if first < size and data[first] == _S:
+        start_id, at = _keyword(data, at, _START)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        if start_id > bound:
+            return _failed(NOT_A_GAME)
+    # Per vertex line, in the file's order; a vertex's moves end at ``row_end``.
+    row_priority = np.empty(lines, dtype=np.int64)
+    row_owner = np.empty(lines, dtype=np.int8)
+    row_end = np.empty(lines, dtype=np.int64)
+    moves = np.empty(lines + commas, dtype=np.int32)  # as ids; a move is a comma or a line
+    row_of = np.full(bound + 1, -1, dtype=np.int32)  # per id: its line, later its vertex
+    rows = 0
+    edges = 0
+    while at < size:
+        ident, at = _whole(data, _blanks(data, at))
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        if ident > bound or row_of[ident] >= 0:
+            return _failed(NOT_A_GAME)
+        at = _after_number(data, at)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        priority, at = _whole(data, at)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        at = _after_number(data, at)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        owner, at = _whole(data, at)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        if owner > 1:
+            return _failed(NOT_A_GAME)
+        at = _after_number(data, at)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        while True:
+            target, at = _whole(data, at)
+            if at < 0:
+                return _failed(NOT_PLAIN)
+            if target > bound:
+                return _failed(NOT_A_GAME)
+            moves[edges] = target
+            edges += 1
+            at = _blanks(data, at)
+            if at == size or data[at] != _COMMA:
+                break
+            at = _blanks(data, at + 1)
+        if at < size and data[at] == _QUOTE:
+            at = _past_name(data, at + 1)
+            if at < 0:
+                return _failed(NOT_PLAIN)
+            at = _blanks(data, at)
+        if at == size or data[at] != _SEMICOLON:
+            return _failed(NOT_PLAIN)
+        at = _line_end(data, at + 1)
+        if at < 0:
+            return _failed(NOT_PLAIN)
+        row_of[ident] = rows
+        row_priority[rows] = priority
+        row_owner[rows] = owner
+        row_end[rows] = edges
+        rows += 1
+    if rows == 0:
+        return _failed(NOT_PLAIN)
+    # Renumber in increasing id order; ``row_of`` then maps an id to its vertex.
+    ids = np.empty(rows, dtype=np.int64)
+    row = np.empty(rows, dtype=np.int32)
+    v = 0
+    for ident in range(bound + 1):
+        if row_of[ident] >= 0:
+            ids[v] = ident
+            row[v] = row_of[ident]
+            row_of[ident] = v
+            v += 1
+    owners = np.empty(rows, dtype=np.int8)
+    priorities = np.empty(rows, dtype=np.int64)
+    offsets = np.empty(rows + 1, dtype=np.int64)
+    targets = np.empty(edges, dtype=np.int32)
+    seen = np.full(rows, -1, dtype=np.int32)  # the last vertex that moved to each one
+    offsets[0] = 0
+    kept = 0
+    for v in range(rows):
+        r = row[v]
+        owners[v] = row_owner[r]
+        priorities[v] = row_priority[r]
+        for e in range(0 if r == 0 else row_end[r - 1], row_end[r]):
+            w = row_of[moves[e]]
+            if w < 0:
+                return _failed(NOT_A_GAME)
+            if seen[w] != v:
+                seen[w] = v
+                targets[kept] = w
+                kept += 1
+        offsets[v + 1] = kept
+    start = 0
+    if start_id >= 0:
+        start = row_of[start_id]
+        if start < 0:
+            return _failed(NOT_A_GAME)
+    return PARSED, owners, priorities, offsets, targets[:kept], ids, start

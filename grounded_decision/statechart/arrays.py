@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from grounded_decision.statechart.certificate import Certificate
     from grounded_decision.statechart.game import GameGraph, Limits
 
-__all__ = ["ArrayGame", "ArraySolution"]
+__all__ = ["ArrayGame", "ArraySolution", "read_pgsolver_arrays"]
 
 
 def _frozen(values: Any, dtype: Any, what: str) -> Any:
@@ -242,6 +242,69 @@ class ArraySolution:
     strategy: NDArray[np.int32]
     algorithm: str
     steps: int
+
+
+def read_pgsolver_arrays(text: str | bytes) -> tuple[ArrayGame, NDArray[np.int64]]:
+    """Read a PGSolver game file straight into an ``ArrayGame``, with each vertex's file id.
+
+    ``read_pgsolver`` builds a ``GameGraph``: for a file of tens of millions of vertices and
+    edges that takes minutes and many times the file's size in memory. Here, with numba,
+    compiled code reads the file's bytes into the arrays in time linear in the file, never
+    making a Python object per vertex. It reads the plain form writers produce (the one
+    ``write_pgsolver`` writes: ``\\n`` line ends, no blank or comment lines, blanks that are
+    spaces or tabs); any other file, and every file without numba, is read by
+    ``read_pgsolver_with_ids`` and converted, so the answer, and the error for a bad file,
+    are always that reader's.
+
+    Returns:
+        ``(game, ids)``: the game of ``ArrayGame.from_game(read_pgsolver(text))`` (ids
+        renumbered in increasing order, each vertex's distinct successors in the order first
+        listed, names left out) and ``ids[v]``, vertex ``v``'s id in the file, as
+        ``read_pgsolver_with_ids`` gives them.
+
+    Raises:
+        TypeError: when ``text`` is neither ``str`` nor ``bytes``.
+        UnicodeDecodeError: when ``bytes`` are not UTF-8 (a leading byte order mark is
+            allowed).
+        PgsolverFormatError: as ``read_pgsolver``, naming the line at fault.
+
+    .. versionadded:: Unreleased
+    """
+    from grounded_decision.statechart.pgsolver import read_pgsolver_with_ids
+
+    if not isinstance(text, str | bytes):
+        msg = (
+            "read_pgsolver_arrays takes the file's text as str or its UTF-8 bytes, got"
+            f" {type(text).__name__}"
+        )
+        raise TypeError(msg)
+    if isinstance(text, bytes) and not text.isascii():
+        text.decode("utf-8")  # bytes that are not UTF-8 are refused before any reading
+    read = _parsed(text)
+    if read is not None:
+        return read
+    game, ids = read_pgsolver_with_ids(text if isinstance(text, str) else text.decode("utf-8"))
+    return ArrayGame.from_game(game), np.array(ids, dtype=np.int64)
+
+
+def _parsed(text: str | bytes) -> tuple[ArrayGame, NDArray[np.int64]] | None:
+    """``read_pgsolver_arrays`` by the compiled reader, or ``None`` when numba is missing or
+    the file is not in the plain form it reads."""
+    from grounded_decision.statechart._zielonka_native import available
+
+    if not available():
+        return None
+    from grounded_decision.statechart import _game_kernel
+
+    # A lone surrogate can only stand in a name, which is skipped: let it through.
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    status, owner, priority, offsets, targets, ids, start = _game_kernel.parse_pgsolver(
+        np.frombuffer(data, dtype=np.uint8)
+    )
+    if status != _game_kernel.PARSED:
+        return None
+    del data  # a str's copy as bytes goes before the game copies the arrays
+    return ArrayGame(owner, priority, offsets, targets, int(start)), ids
 
 
 def _solve(game: ArrayGame, limits: Limits, algorithm: str) -> ArraySolution:
