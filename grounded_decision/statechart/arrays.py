@@ -390,17 +390,11 @@ def _pgsolver_lines(game: ArrayGame) -> str:
 
 
 def _check(game: ArrayGame, winner: Any, strategy: Any) -> Certificate:
-    """``check_certificate`` for an ``ArrayGame``: the same checks and problems, compiled."""
+    """``check_certificate`` for an ``ArrayGame`` whose solution has one entry per vertex:
+    the same checks and problems, compiled."""
     from grounded_decision.statechart._zielonka_native import available
     from grounded_decision.statechart.certificate import Certificate, check_certificate
 
-    n = len(game)
-    if len(winner) != n or len(strategy) != n:
-        return Certificate(
-            False,
-            f"the solution has {len(winner)} winners and {len(strategy)} strategy entries"
-            f" for {n} vertices; give one of each per vertex",
-        )
     if not available():
         return check_certificate(game.to_game(), list(winner), list(strategy))
     from grounded_decision.statechart import _game_kernel as k

@@ -127,14 +127,14 @@ def check_certificate(
 
     .. versionchanged:: Unreleased ``ids``, ``ArrayGame``.
     """
-    if not isinstance(game, GameGraph):
+    if isinstance(game, GameGraph):
+        arrays = None
+        label = _Labels(game, _checked_ids(game, ids))
+    else:
         arrays = _arrays_module_of(game, "check_certificate")
         if ids is not None:
             msg = "check_certificate: ids name the vertices of a GameGraph; an ArrayGame has none"
             raise ValueError(msg)
-        verdict: Certificate = arrays._check(game, winner, strategy)
-        return verdict
-    label = _Labels(game, _checked_ids(game, ids))
     n = len(game)
     if len(winner) != n or len(strategy) != n:
         return Certificate(
@@ -142,6 +142,10 @@ def check_certificate(
             f"the solution has {len(winner)} winners and {len(strategy)} strategy entries"
             f" for {n} vertices; give one of each per vertex",
         )
+    if arrays is not None:
+        verdict: Certificate = arrays._check(game, winner, strategy)
+        return verdict
+    assert isinstance(game, GameGraph)
     owner = game.owner
     successors = game.successors
     for v in range(n):
