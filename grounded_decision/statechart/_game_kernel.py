@@ -472,10 +472,14 @@ def _past_name(data: Any, at: int) -> int:
 
 
 @jit
-def _after_number(data: Any, at: int) -> int:
-    """Past the blanks that must follow a vertex's id, priority or owner, or -1 when none."""
+def _field(data: Any, at: int) -> Any:
+    """A vertex's id, priority or owner at ``at`` and the position past the blanks that
+    must follow it; the position is -1 when either is missing."""
+    value, at = _whole(data, at)
+    if at < 0:
+        return value, at
     after = _blanks(data, at)
-    return -1 if after == at else after
+    return value, (-1 if after == at else after)
 
 
 @jit
@@ -543,28 +547,19 @@ def parse_pgsolver(data: Any) -> Any:
     rows = 0
     edges = 0
     while at < size:
-        ident, at = _whole(data, _blanks(data, at))
+        ident, at = _field(data, _blanks(data, at))
         if at < 0:
             return _failed(NOT_PLAIN)
         if ident > bound or row_of[ident] >= 0:
             return _failed(NOT_A_GAME)
-        at = _after_number(data, at)
+        priority, at = _field(data, at)
         if at < 0:
             return _failed(NOT_PLAIN)
-        priority, at = _whole(data, at)
-        if at < 0:
-            return _failed(NOT_PLAIN)
-        at = _after_number(data, at)
-        if at < 0:
-            return _failed(NOT_PLAIN)
-        owner, at = _whole(data, at)
+        owner, at = _field(data, at)
         if at < 0:
             return _failed(NOT_PLAIN)
         if owner > 1:
             return _failed(NOT_A_GAME)
-        at = _after_number(data, at)
-        if at < 0:
-            return _failed(NOT_PLAIN)
         while True:
             target, at = _whole(data, at)
             if at < 0:

@@ -196,12 +196,9 @@ class ArrayGame:
     def from_game(cls, game: GameGraph) -> ArrayGame:
         """The parity game of ``game`` (its distinct successors; names, events and weights
         are left behind)."""
-        lengths = np.fromiter(map(len, game.successors), dtype=np.int64, count=len(game))
-        offsets = np.zeros(len(game) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        targets = np.fromiter(
-            (w for out in game.successors for w in out), dtype=np.int32, count=int(offsets[-1])
-        )
+        from grounded_decision.statechart._zielonka_native import _csr
+
+        offsets, targets = _csr(game.successors)
         return cls(game.owner, game.priority, offsets, targets, game.start)
 
     def to_game(self) -> GameGraph:
