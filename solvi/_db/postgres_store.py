@@ -195,6 +195,7 @@ class PostgresStore(PlanStore):
         self._timeout = connect_timeout * 3
         self._apool: psycopg_pool.AsyncConnectionPool[Any] | None = None
         self._apool_loop: asyncio.AbstractEventLoop | None = None
+        self._apool_keeper: asyncio.Task[None] | None = None
         self._alock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -249,6 +250,9 @@ class PostgresStore(PlanStore):
                 )
                 self._apool, self._apool_loop = pool, loop
             await pool.open()
+            self._apool_keeper = loop.create_task(
+                _close_with_its_loop(pool), name="solvi-async-pool-keeper"
+            )
         return self._apool if self._apool_loop is loop else None
 
     async def _arun(self, plan: Plan[T], *, write: bool) -> T:
@@ -298,8 +302,11 @@ class PostgresStore(PlanStore):
                 raise StoreError(msg)
             if loop.is_running():
                 asyncio.run_coroutine_threadsafe(apool.close(), loop).result(self._timeout)
+                keeper = self._apool_keeper
+                if keeper is not None:
+                    loop.call_soon_threadsafe(keeper.cancel)
         # A pool whose loop has ended has no tasks left to stop: dropping it is enough.
-        self._apool = self._apool_loop = None
+        self._apool = self._apool_loop = self._apool_keeper = None
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
@@ -312,7 +319,10 @@ class PostgresStore(PlanStore):
         except RuntimeError:
             running = None
         if apool is not None and loop is running:
-            self._apool = self._apool_loop = None
+            keeper = self._apool_keeper
+            self._apool = self._apool_loop = self._apool_keeper = None
+            if keeper is not None:
+                keeper.cancel()
             await apool.close()
         await anyio.to_thread.run_sync(self.close)
 
@@ -321,6 +331,22 @@ class PostgresStore(PlanStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def _close_with_its_loop(pool: psycopg_pool.AsyncConnectionPool[Any]) -> None:
+    """Wait until the loop shuts down, then close the async pool.
+
+    A script's `asyncio.run` (or `anyio.run`) ends by cancelling every task left and
+    waiting for them all. psycopg_pool's worker tasks swallow a cancellation that lands
+    while they open a connection (a pool growing, or filling up to its minimum) and go
+    back to waiting for work, so that wait never ended and the script hung at exit.
+    Closing the pool sends them the stop they wait for. This task belongs to the pool,
+    as the pool's own tasks do, and lives as long as it: `aclose` and `close` cancel it.
+    """
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        await pool.close()
 
 
 def _read_only_session(conn: psycopg.Connection[Any]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +313,61 @@ def test_unreachable_postgres_raises_store_error() -> None:
         port = s.getsockname()[1]
     with pytest.raises(StoreError, match=rf"127\.0\.0\.1:{port}/nobody.*server runs"):
         PostgresStore(f"postgresql://nobody@127.0.0.1:{port}/nobody", connect_timeout=2)
+
+
+_POOL_AT_EXIT = """
+import asyncio, sys
+
+import anyio
+import psycopg
+from psycopg_pool.pool_async import AddConnection
+
+from solvi.storage import open_store
+
+connect = psycopg.AsyncConnection.connect.__func__
+
+
+async def slow_connect(cls, *args, **kwargs):
+    await asyncio.sleep(0.3)  # the server is slow to accept, as under load
+    return await connect(cls, *args, **kwargs)
+
+
+psycopg.AsyncConnection.connect = classmethod(slow_connect)
+store = open_store(sys.argv[1])
+
+
+async def growing_as_the_script_ends():
+    records = [rid async for rid, _ in store.aiter_records()]
+    store._apool.run_task(AddConnection(store._apool))  # the pool grows now
+    await asyncio.sleep(0.05)
+    return records
+
+
+async def closed_by_aclose():
+    [rid async for rid, _ in store.aiter_records()]
+    await store.aclose()
+    await asyncio.sleep(0)
+    return sorted(t.get_name() for t in asyncio.all_tasks() if "solvi" in t.get_name())
+
+
+print(anyio.run(growing_as_the_script_ends))
+store = open_store(sys.argv[1])
+print(anyio.run(closed_by_aclose))
+"""
+
+
+def test_a_script_ends_while_the_async_pool_opens_a_connection(db: Backend) -> None:
+    """asyncio.run ends by cancelling the tasks left; psycopg_pool's workers swallow a
+    cancellation that lands while they open a connection, and the script hung at exit.
+    The pool now closes with its loop; aclose leaves no task of the store behind."""
+    if db.kind != "postgresql":
+        pytest.skip("only a PostgreSQL store keeps an async pool")
+    done = subprocess.run(
+        [sys.executable, "-c", _POOL_AT_EXIT, db.spec],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "[]"]
